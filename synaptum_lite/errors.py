@@ -1,0 +1,240 @@
+"""Every exception the library raises, in one tree.
+
+    SynaptumError                      base of everything raised on purpose
+    ├── ConfigurationError             misuse: a bad argument, an undescribable tool
+    │   └── ToolDefinitionError        a tool signature that cannot become a JSON schema
+    ├── JournalError                   the journal cannot be used as asked
+    │   ├── NotAJournal                the file is not a synaptum_lite journal
+    │   ├── UnsupportedFormat          written by a newer format version
+    │   ├── CorruptJournal             a record that cannot be decoded
+    │   └── StoreUnavailable           the store went away (connection lost, disk error)
+    ├── RunBusy                        another driver holds the run
+    ├── ConfigurationChanged           the agent differs from the one that started the run
+    ├── ReplayDivergence               the journal holds another step at this position
+    ├── UncertainEffect                a non-idempotent tool may or may not have run
+    ├── ToolResultNotSerializable      a tool returned what cannot be journaled
+    ├── StepLimitExceeded              the run reached `max_steps`
+    ├── NothingToResolve               an operator decision that matches no pending step
+    └── ProviderError                  a model provider failed (`retryable` says if retrying helps)
+
+Failures caused by the model (a call to an unknown tool, unreadable arguments) or by a tool
+(an exception it raised) are not exceptions of the caller: they become tool results that the
+model reads in its next turn. `InvalidToolCall` is raised inside the loop and turned into such
+a result; it never escapes `Agent.run`.
+
+Constructing an exception has no side effects; every one carries the fields it names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SynaptumError(Exception):
+    """Base class of every exception raised on purpose by synaptum_lite."""
+
+
+class ConfigurationError(SynaptumError):
+    """The library was called with something it cannot use."""
+
+
+class ToolDefinitionError(ConfigurationError):
+    """A function cannot be described to a model as a tool."""
+
+    def __init__(self, tool: str, problem: str) -> None:
+        self.tool = tool
+        self.problem = problem
+        super().__init__(f"tool {tool!r} cannot be described to a model: {problem}")
+
+
+class JournalError(SynaptumError):
+    """The journal cannot be used as asked."""
+
+
+class NotAJournal(JournalError):
+    """The store exists but holds something else."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        self.location = location
+        self.detail = detail
+        super().__init__(
+            f"{location} is not a synaptum_lite journal ({detail}); "
+            "point the checkpointer at a new file or at a journal it wrote"
+        )
+
+
+class UnsupportedFormat(JournalError):
+    """The journal was written by a newer version of the format."""
+
+    def __init__(self, location: str, found: int, supported: int) -> None:
+        self.location = location
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"{location} uses journal format {found}, newer than the {supported} this "
+            "synaptum_lite reads; upgrade synaptum_lite to open it (nothing was changed)"
+        )
+
+
+class CorruptJournal(JournalError):
+    """A record exists but cannot be decoded."""
+
+    def __init__(self, run_id: str, seq: int, detail: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        self.detail = detail
+        super().__init__(
+            f"run {run_id!r}: journal record {seq} cannot be decoded ({detail}); "
+            "restore it from a backup or export the run and inspect the record"
+        )
+
+
+class StoreUnavailable(JournalError):
+    """The store cannot be reached; what was appended before stays appended."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        self.location = location
+        self.detail = detail
+        super().__init__(
+            f"the journal store {location} is unavailable ({detail}); every event appended "
+            "before this is kept: run the agent again with the same run_id once it is back"
+        )
+
+
+class RunBusy(SynaptumError):
+    """Another driver holds the run: two workers must not drive one run at once."""
+
+    def __init__(self, run_id: str, location: str) -> None:
+        self.run_id = run_id
+        self.location = location
+        super().__init__(
+            f"run {run_id!r} is being driven by another worker ({location}); "
+            "wait for it to finish or stop it, then run again with the same run_id "
+            "(a lock dies with its owner, so a killed worker never blocks the resume)"
+        )
+
+
+class ConfigurationChanged(SynaptumError):
+    """The agent resuming a run is not configured like the one that started it."""
+
+    def __init__(self, run_id: str, changes: dict[str, tuple[Any, Any]]) -> None:
+        self.run_id = run_id
+        self.changes = changes
+        described = "; ".join(
+            f"{name}: journaled {before!r}, now {after!r}" for name, (before, after) in changes.items()
+        )
+        super().__init__(
+            f"run {run_id!r} was started by an agent configured differently ({described}); "
+            "a journal never mixes two configurations: start a new run_id for the new agent"
+        )
+
+    @property
+    def fields(self) -> list[str]:
+        """The names of the fields that changed."""
+        return list(self.changes)
+
+
+class ReplayDivergence(SynaptumError):
+    """The journal holds, at a position, a different step than the loop now produces."""
+
+    def __init__(self, run_id: str, step_id: str, recorded: str, produced: str) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.recorded = recorded
+        self.produced = produced
+        super().__init__(
+            f"run {run_id!r} diverges from its journal at step {step_id}: the journal "
+            f"recorded {recorded}, the agent now produces {produced}; nothing was executed. "
+            "Resume with the agent that started the run, or start a new run_id"
+        )
+
+
+class UncertainEffect(SynaptumError):
+    """A non-idempotent tool step was attempted and never completed.
+
+    The tool may or may not have had its effect. The runtime does not guess: an operator
+    resolves it with `Session.record_result` (the effect is known) or `Session.allow_retry`.
+    """
+
+    def __init__(self, run_id: str, step_id: str, tool: str, arguments: dict[str, Any]) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.tool = tool
+        self.arguments = arguments
+        super().__init__(
+            f"run {run_id!r}, step {step_id}: tool {tool!r} with arguments {arguments!r} "
+            "was attempted and never completed, and it is not idempotent, so running it "
+            "again could repeat its effect. Find out whether it happened, then call "
+            "session.record_result(step_id, result) or session.allow_retry(step_id)"
+        )
+
+
+class ToolResultNotSerializable(SynaptumError):
+    """A tool returned a value that cannot be journaled as JSON."""
+
+    def __init__(self, run_id: str, step_id: str, tool: str, value_type: str) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.tool = tool
+        self.value_type = value_type
+        super().__init__(
+            f"run {run_id!r}, step {step_id}: tool {tool!r} returned a {value_type}, which "
+            "cannot be journaled; return str, a JSON value or a dataclass. The step stays "
+            "attempted: on resume it runs again if idempotent, or is reported as uncertain"
+        )
+
+
+class StepLimitExceeded(SynaptumError):
+    """The run reached its `max_steps` before the model gave a final answer."""
+
+    def __init__(self, run_id: str, max_steps: int, last_step_id: str) -> None:
+        self.run_id = run_id
+        self.max_steps = max_steps
+        self.last_step_id = last_step_id
+        super().__init__(
+            f"run {run_id!r} reached max_steps={max_steps} without a final answer; the "
+            f"last journaled step is {last_step_id}. Raise max_steps and run the same "
+            "run_id again to continue, or inspect the journal to see why the model loops"
+        )
+
+
+class NothingToResolve(SynaptumError):
+    """An operator decision names a step that is not waiting for one."""
+
+    def __init__(self, run_id: str, step_id: str, state: str) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        self.state = state
+        super().__init__(
+            f"run {run_id!r}, step {step_id} is {state}, so there is nothing to resolve; "
+            "read the journal (checkpointer.events(run_id)) to find the pending step"
+        )
+
+
+class InvalidToolCall(SynaptumError):
+    """The model called a tool that does not exist or with arguments that do not fit.
+
+    Raised and caught inside the loop: the model reads the message as the tool's result.
+    """
+
+    def __init__(self, tool: str, problem: str) -> None:
+        self.tool = tool
+        self.problem = problem
+        super().__init__(f"invalid call to tool {tool!r}: {problem}")
+
+
+class ProviderError(SynaptumError):
+    """A model provider failed. `retryable` is True for timeouts, 429 and 5xx."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)

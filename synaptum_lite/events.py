@@ -1,0 +1,170 @@
+"""Step events: what the loop yields and the journal records, and their stored form.
+
+A step has a deterministic id derived from its position (`000003-tool`) and passes through
+phases: *attempted* before the work, *completed* after it. An operator's decision on a step
+is a *resolved* event of that step. Each event is keyed by `(step_id, phase, attempt)`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from .errors import CorruptJournal
+from .messages import ModelResponse, ToolCall, ToolResult, Usage
+
+
+class Phase(enum.Enum):
+    """Where a step is: before its work, after it, or decided by an operator."""
+
+    ATTEMPTED = "attempted"
+    COMPLETED = "completed"
+    RESOLVED = "resolved"
+
+
+def step_id(position: int, kind: str) -> str:
+    """The id of the step at `position` (dense, from 0): `000003-tool`."""
+    return f"{position:06d}-{kind}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One journal event. `replayed` is True when it comes from the journal, not from work."""
+
+    kind: ClassVar[str] = "step"
+    run_id: str
+    step_id: str
+    phase: Phase
+    attempt: int = 1
+    replayed: bool = field(default=False, compare=False)
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON data this event adds to the journal (besides its key)."""
+        return {}
+
+    @property
+    def position(self) -> int:
+        return int(self.step_id.split("-", 1)[0])
+
+    def as_replayed(self) -> Step:
+        return replace(self, replayed=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelStep(Step):
+    """A model call. `fingerprint` identifies the request; `response` is set once completed."""
+
+    kind: ClassVar[str] = "model"
+    fingerprint: str
+    response: ModelResponse | None = None
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"fp": self.fingerprint}
+        if self.response is not None:
+            data["response"] = self.response.to_json()
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStep(Step):
+    """A tool call. `result` is set once completed; `decision` on an operator's event."""
+
+    kind: ClassVar[str] = "tool"
+    call: ToolCall
+    result: ToolResult | None = None
+    decision: dict[str, Any] | None = None
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"call": self.call.to_json()}
+        if self.result is not None:
+            data["result"] = self.result.to_json()
+        if self.decision is not None:
+            data["decision"] = self.decision
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinalStep(Step):
+    """The end of a run: the answer (`output`), or the `reason` it ended without one.
+
+    `text` is the answer as the model wrote it (what the journal keeps); `output` is what the
+    caller receives: the same text, or an instance of the agent's `output` type. `usage` is
+    the run's total, sub-runs included.
+    """
+
+    kind: ClassVar[str] = "final"
+    phase: Phase = Phase.COMPLETED
+    text: str | None = None
+    output: Any = None
+    reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"usage": self.usage.to_json()}
+        if self.text is not None:
+            data["text"] = self.text
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
+
+
+KINDS: dict[str, type[Step]] = {cls.kind: cls for cls in (ModelStep, ToolStep, FinalStep)}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """An event as a store keeps it: its key, its position in the journal and its data."""
+
+    seq: int
+    step_id: str
+    phase: str
+    attempt: int
+    data: str
+
+
+def encode(event: Step) -> tuple[str, str, int, str]:
+    """The stored form of an event: `(step_id, phase, attempt, data)`.
+
+    Raises `TypeError`/`ValueError` when the payload is not JSON (a tool result that could not
+    be described, say); the caller names the step.
+    """
+    data = json.dumps(event.payload(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return event.step_id, event.phase.value, event.attempt, data
+
+
+def decode(run_id: str, record: Record) -> Step:
+    """Rebuild an event from its stored form. Raises `CorruptJournal` when it cannot."""
+    try:
+        kind = record.step_id.split("-", 1)[1]
+        cls = KINDS[kind]
+        data = json.loads(record.data)
+        phase = Phase(record.phase)
+        common = {"run_id": run_id, "step_id": record.step_id, "attempt": record.attempt}
+        if cls is ModelStep:
+            response = data.get("response")
+            return ModelStep(
+                **common,
+                phase=phase,
+                fingerprint=data["fp"],
+                response=ModelResponse.from_json(response) if response is not None else None,
+            )
+        if cls is ToolStep:
+            result = data.get("result")
+            return ToolStep(
+                **common,
+                phase=phase,
+                call=ToolCall.from_json(data["call"]),
+                result=ToolResult.from_json(result) if result is not None else None,
+                decision=data.get("decision"),
+            )
+        return FinalStep(
+            **common,
+            text=data.get("text"),
+            output=data.get("text"),
+            reason=data.get("reason"),
+            usage=Usage.from_json(data.get("usage", {})),
+        )
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,78 @@
+"""The gateway seam: where model calls and tool calls leave the loop.
+
+A gateway answers model requests and runs tools. `LocalGateway` runs tools in this process
+and counts what passes through it; a model-backed gateway (the test double, the HTTP model)
+subclasses it and implements `_complete` (and `_stream`, when it can stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigurationError
+from .messages import ModelRequest, ModelResponse
+from .tools import Tool, ToolContext
+
+
+@runtime_checkable
+class Gateway(Protocol):
+    """Where model and tool calls exit. `model_calls` counts the calls that reached a model."""
+
+    model_calls: int
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one model request. Raises `ProviderError` when the provider fails."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Answer one model request as text fragments, then exactly one `ModelResponse`.
+
+        Closing the iterator (`aclose()`) stops the generation upstream.
+        """
+        ...
+
+    async def call_tool(self, tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Run `tool` with validated arguments; whatever it raises propagates."""
+        ...
+
+
+class LocalGateway:
+    """Runs tools in this process. Subclasses bring the model (`_complete`, `_stream`).
+
+    `tools`, when given, is the set this gateway lets run: a call to any other tool raises
+    `ConfigurationError` (the agent declares a tool this gateway was not given).
+    """
+
+    def __init__(self, *, tools: Iterable[Tool] | None = None) -> None:
+        self.tools = None if tools is None else {t.name: t for t in tools}
+        self.model_calls = 0
+        self.tool_calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.model_calls += 1
+        return await self._complete(request)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        self.model_calls += 1
+        async for item in self._stream(request):
+            yield item
+
+    async def call_tool(self, tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+        if self.tools is not None and self.tools.get(tool.name) is not tool:
+            raise ConfigurationError(
+                f"tool {tool.name!r} is not registered on this gateway "
+                f"(it has: {', '.join(sorted(self.tools)) or 'none'}); pass it in tools=[...]"
+            )
+        self.tool_calls += 1
+        return await tool.invoke(arguments, context)
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        raise NotImplementedError(f"{type(self).__name__} has no model; use a model-backed gateway")
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Default streaming: the whole text as one fragment, then the response."""
+        response = await self._complete(request)
+        if response.text:
+            yield response.text
+        yield response

@@ -1,0 +1,172 @@
+"""The checkpointer seam: where a run's journal is remembered. It decides nothing.
+
+A checkpointer keeps, per run, a header (the configuration that started it and the task) and
+a dense sequence of events (positions from 0). `append` is idempotent per event key, and
+assigns positions atomically; `hold` gives one driver at a time the right to drive a run.
+Every implementation passes the same conformance suite (`tests/core/test_conformance.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import JournalError, RunBusy
+from .events import FinalStep, Record, Step, decode, encode
+
+FORMAT_VERSION = 1
+"""The journal format this version writes and the newest it reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """What a store knows about a run without reading its whole journal.
+
+    `next_seq` is the number of events (the next position); `header` is None for a run that
+    was never started; `final` is the final step of a closed run.
+    """
+
+    run_id: str
+    next_seq: int
+    header: dict[str, Any] | None
+    final: FinalStep | None
+
+    @property
+    def closed(self) -> bool:
+        return self.final is not None
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Where the journal is remembered."""
+
+    async def load(self, run_id: str) -> RunState:
+        """The run's state, reading its header and at most its final event."""
+        ...
+
+    async def start(self, run_id: str, header: dict[str, Any]) -> None:
+        """Record a new run's header. A run that already exists keeps its header."""
+        ...
+
+    async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        """Append events in order, skipping any whose key is already journaled.
+
+        Returns the run's `next_seq` afterwards. Raises `JournalError` for a run never started.
+        """
+        ...
+
+    async def records(self, run_id: str) -> list[Record]:
+        """Every stored event of the run, in position order, undecoded."""
+        ...
+
+    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the right to drive the run; raises `RunBusy` at once if another holds it."""
+        ...
+
+
+async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
+    """Every event of the run, decoded, in position order."""
+    return [decode(run_id, record) for record in await checkpointer.records(run_id)]
+
+
+# ── one driver per run, inside this process ────────────────────────────────────────────────
+#
+# A generator abandoned mid-iteration (`break`, an exception in the consumer) still holds its
+# run until Python finalizes it, which the event loop does a few iterations later. Before
+# answering "busy" for a run held in *this* process, give those finalizers their turn.
+
+_HELD_HERE: set[tuple[str, str]] = set()
+_FINALIZER_TURNS = 4
+
+
+@contextlib.asynccontextmanager
+async def holding(
+    store: str, label: str, run_id: str, try_acquire: Callable[[], Callable[[], None] | None]
+) -> AsyncIterator[None]:
+    """Hold `run_id` in `store` (a stable identity of the storage; `label` names it for people).
+
+    `try_acquire` returns a release function, or None when another driver holds the run.
+    """
+    key = (store, run_id)
+    release = try_acquire()
+    turns = 0
+    while release is None and key in _HELD_HERE and turns < _FINALIZER_TURNS:
+        await asyncio.sleep(0)
+        turns += 1
+        release = try_acquire()
+    if release is None:
+        raise RunBusy(run_id, label)
+    _HELD_HERE.add(key)
+    try:
+        yield
+    finally:
+        _HELD_HERE.discard(key)
+        release()
+
+
+class MemoryCheckpointer:
+    """A journal in this process's memory: for tests and for moving runs between stores.
+
+    Events are stored encoded, exactly as a file would keep them, so what survives here is
+    what would survive on disk.
+    """
+
+    def __init__(self) -> None:
+        self._headers: dict[str, str] = {}
+        self._records: dict[str, list[Record]] = {}
+        self._keys: dict[str, set[tuple[str, str, int]]] = {}
+        self._final: dict[str, Record] = {}
+        self._held: set[str] = set()
+
+    def __repr__(self) -> str:
+        return "MemoryCheckpointer()"
+
+    async def load(self, run_id: str) -> RunState:
+        header = self._headers.get(run_id)
+        final = self._final.get(run_id)
+        return RunState(
+            run_id=run_id,
+            next_seq=len(self._records.get(run_id, ())),
+            header=json.loads(header) if header is not None else None,
+            final=decode(run_id, final) if final is not None else None,  # type: ignore[arg-type]
+        )
+
+    async def start(self, run_id: str, header: dict[str, Any]) -> None:
+        if run_id not in self._headers:
+            self._headers[run_id] = json.dumps(header, sort_keys=True)
+            self._records[run_id] = []
+            self._keys[run_id] = set()
+
+    async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        if run_id not in self._headers:
+            raise JournalError(f"run {run_id!r} was never started; call start() first")
+        encoded = [encode(event) for event in events]  # all or nothing: encode first
+        records, keys = self._records[run_id], self._keys[run_id]
+        for step_id, phase, attempt, data in encoded:
+            if (step_id, phase, attempt) in keys:
+                continue
+            keys.add((step_id, phase, attempt))
+            record = Record(len(records), step_id, phase, attempt, data)
+            records.append(record)
+            if step_id.endswith("-final"):
+                self._final[run_id] = record
+        return len(records)
+
+    async def records(self, run_id: str) -> list[Record]:
+        return list(self._records.get(run_id, ()))
+
+    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        def try_acquire() -> Callable[[], None] | None:
+            if run_id in self._held:
+                return None
+            self._held.add(run_id)
+            return lambda: self._held.discard(run_id)
+
+        return holding(f"memory:{id(self)}", "an in-memory journal", run_id, try_acquire)
+
+    def run_ids(self) -> Iterable[str]:
+        return list(self._headers)

@@ -1,0 +1,191 @@
+"""The model vocabulary: roles, messages, tool calls, requests, responses and usage.
+
+Everything here is an immutable value with a stable JSON form (`to_json` / `from_json`),
+because the journal stores what each step adds and re-derives the rest.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Role(enum.Enum):
+    """Who wrote a message in the context window."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A model's request to run one tool with JSON arguments.
+
+    `id` is the provider's identifier for the call; it is recorded with the response, so a
+    replay re-derives the same id.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(id=data["id"], name=data["name"], arguments=data["arguments"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool step returned to the model: text, and whether it is an error report."""
+
+    content: str
+    is_error: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"content": self.content}
+        if self.is_error:
+            data["is_error"] = True
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolResult:
+        return cls(content=data["content"], is_error=data.get("is_error", False))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry of the context window.
+
+    Invariants: only `Role.ASSISTANT` messages carry `tool_calls`; only `Role.TOOL` messages
+    carry `tool_call_id` (the id of the call they answer).
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [call.to_json() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.is_error:
+            data["is_error"] = True
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one model call. `None` means *not measured*, which is not zero.
+
+    Adding usages keeps that distinction: a sum with an unmeasured counter is unmeasured.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=_add(self.input_tokens, other.input_tokens),
+            output_tokens=_add(self.output_tokens, other.output_tokens),
+            cached_tokens=_add(self.cached_tokens, other.cached_tokens),
+        )
+
+    @property
+    def measured(self) -> bool:
+        """Whether at least one counter was reported."""
+        return any(v is not None for v in (self.input_tokens, self.output_tokens, self.cached_tokens))
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            key: value
+            for key, value in (
+                ("in", self.input_tokens),
+                ("out", self.output_tokens),
+                ("cached", self.cached_tokens),
+            )
+            if value is not None
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, int]) -> Usage:
+        return cls(data.get("in"), data.get("out"), data.get("cached"))
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """How a tool is described to the model: name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything one model call sees. Never stored: re-derived from the journal on resume."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+
+    def fingerprint(self) -> str:
+        """A short stable hash of the request, journaled to verify re-derivation."""
+        canonical = json.dumps(
+            {
+                "model": self.model,
+                "messages": [m.to_json() for m in self.messages],
+                "tools": [t.to_json() for t in self.tools],
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What one model call returned: text, tool calls, or both; and its usage."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.text is not None:
+            data["text"] = self.text
+        if self.tool_calls:
+            data["calls"] = [call.to_json() for call in self.tool_calls]
+        usage = self.usage.to_json()
+        if usage:
+            data["usage"] = usage
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelResponse:
+        return cls(
+            text=data.get("text"),
+            tool_calls=tuple(ToolCall.from_json(c) for c in data.get("calls", ())),
+            usage=Usage.from_json(data.get("usage", {})),
+        )

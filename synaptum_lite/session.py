@@ -1,0 +1,121 @@
+"""A session: which run, through which gateway, remembered where; and the operator's decisions.
+
+An operator resolves an uncertain effect in one of two ways, both journaled so the decision
+survives: `record_result` (the effect is known: record what the tool returned) or
+`allow_retry` (the effect is known not to have happened, or is safe to repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigurationError, NothingToResolve
+from .events import Phase, ToolStep
+from .gateway import Gateway
+from .journal import Checkpointer, load_events
+from .messages import ToolResult
+from .replay import index
+from .tools import to_result_text
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How retryable provider errors are retried: exponential backoff with full jitter.
+
+    Attempt n (from 1) waits `min(cap, base * 2**(n-1))` scaled by a random factor in
+    [0.5, 1]; a `Retry-After` from the provider is honoured instead, up to `cap`. Only
+    errors the provider marks retryable (timeouts, 429, 5xx) are retried.
+    """
+
+    max_attempts: int = 4
+    base: float = 0.5
+    cap: float = 30.0
+    random: Callable[[], float] = field(default=random.random, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be at least 1, got {self.max_attempts}")
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number `attempt`."""
+        if retry_after is not None:
+            return min(self.cap, max(0.0, retry_after))
+        backoff = min(self.cap, self.base * 2 ** (attempt - 1))
+        return backoff * (0.5 + 0.5 * self.random())
+
+
+@dataclass(slots=True)
+class Session:
+    """Drive run `run_id` through `gateway`, journaled in `checkpointer`.
+
+    `sleep` is how the loop waits between retries (inject a recorder to never wait for real).
+    """
+
+    run_id: str
+    gateway: Gateway
+    checkpointer: Checkpointer
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.run_id, str) or not self.run_id:
+            raise ConfigurationError(f"run_id must be a non-empty string, got {self.run_id!r}")
+
+    async def record_result(self, step_id: str, result: Any, *, by: str) -> None:
+        """Record what an uncertain tool step returned, as found out by `by` (a person).
+
+        The resumed run treats it as the step's result and never runs the tool.
+        Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
+        """
+        async with self.checkpointer.hold(self.run_id):
+            pending = await self._pending(step_id)
+            await self.checkpointer.append(
+                self.run_id,
+                [
+                    ToolStep(
+                        run_id=self.run_id,
+                        step_id=step_id,
+                        phase=Phase.COMPLETED,
+                        attempt=pending.attempt,
+                        call=pending.call,
+                        result=ToolResult(to_result_text(result)),
+                        decision={"action": "record", "by": by},
+                    )
+                ],
+            )
+
+    async def allow_retry(self, step_id: str, *, by: str) -> None:
+        """Allow one more attempt of an uncertain tool step, on the word of `by`.
+
+        Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
+        """
+        async with self.checkpointer.hold(self.run_id):
+            pending = await self._pending(step_id)
+            await self.checkpointer.append(
+                self.run_id,
+                [
+                    ToolStep(
+                        run_id=self.run_id,
+                        step_id=step_id,
+                        phase=Phase.RESOLVED,
+                        attempt=pending.attempt,
+                        call=pending.call,
+                        decision={"action": "retry", "by": by},
+                    )
+                ],
+            )
+
+    async def _pending(self, step_id: str) -> ToolStep:
+        steps = index(await load_events(self.checkpointer, self.run_id))
+        history = next((h for h in steps.values() if h.step_id == step_id), None)
+        if history is None or not isinstance(history.attempted, ToolStep):
+            raise NothingToResolve(self.run_id, step_id, "not an attempted tool step of this run")
+        if history.completed is not None:
+            raise NothingToResolve(self.run_id, step_id, "already completed")
+        if history.retry_allowed:
+            raise NothingToResolve(self.run_id, step_id, "already allowed to retry")
+        return history.attempted

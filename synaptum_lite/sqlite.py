@@ -1,0 +1,228 @@
+"""The SQLite checkpointer: the embedded default, one plain file. The only module that writes SQL
+for SQLite.
+
+The file is opened in WAL mode. `durability="full"` (the default) syncs every commit, so an
+appended event survives a power loss; `durability="normal"` syncs at checkpoints only, which
+is faster and still survives the process being killed, but a power loss may take the last
+commits. Every call runs in a worker thread, so a commit never stalls other runs sharing the
+event loop.
+
+One driver per run: `hold` takes an open-file-description lock on one byte of `<file>.lock`
+chosen by the run id. The kernel drops it when its owner dies, so a killed worker never
+blocks the resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from .errors import ConfigurationError, JournalError, NotAJournal, StoreUnavailable, UnsupportedFormat
+from .events import Record, Step, decode, encode
+from .journal import FORMAT_VERSION, RunState, holding
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS synaptum_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    header TEXT NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    final_seq INTEGER
+);
+CREATE TABLE IF NOT EXISTS events (
+    run INTEGER NOT NULL REFERENCES runs (id),
+    seq INTEGER NOT NULL,
+    step_id TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run, seq),
+    UNIQUE (run, step_id, phase, attempt)
+) WITHOUT ROWID;
+"""
+
+_OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
+
+
+class SqliteCheckpointer:
+    """A journal in one SQLite file (created on first use, with its parent directory).
+
+    Raises `NotAJournal` when the file holds something else, and `UnsupportedFormat` when it
+    was written by a newer format version; neither changes the file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durability: Literal["full", "normal"] = "full") -> None:
+        if durability not in ("full", "normal"):
+            raise ConfigurationError(
+                f"durability must be 'full' (survives power loss) or 'normal' (faster), got {durability!r}"
+            )
+        self.path = Path(path)
+        self.durability = durability
+        self._connection: sqlite3.Connection | None = None
+        self._mutex = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqliteCheckpointer({self.path.name!r})"
+
+    # ── the protocol ──────────────────────────────────────────────────────────────────────
+
+    async def load(self, run_id: str) -> RunState:
+        row, final = await self._in_thread(self._load, run_id)
+        return RunState(
+            run_id=run_id,
+            next_seq=row[1] if row else 0,
+            header=json.loads(row[0]) if row else None,
+            final=decode(run_id, final) if final else None,  # type: ignore[arg-type]
+        )
+
+    async def start(self, run_id: str, header: dict[str, Any]) -> None:
+        text = json.dumps(header, sort_keys=True, ensure_ascii=False)
+        await self._in_thread(self._start, run_id, text)
+
+    async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        encoded = [encode(event) for event in events]  # all or nothing: encode before writing
+        return await self._in_thread(self._append, run_id, encoded)
+
+    async def records(self, run_id: str) -> list[Record]:
+        return await self._in_thread(self._records, run_id)
+
+    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        offset = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") >> 2
+
+        def try_acquire() -> Callable[[], None] | None:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+            except OSError:
+                os.close(fd)
+                return None
+            return lambda: os.close(fd)  # closing the description releases its lock
+
+        return holding(str(self.path.resolve()), str(self.path.name), run_id, try_acquire)
+
+    async def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        await self._in_thread(self._close)
+
+    # ── in the worker thread ──────────────────────────────────────────────────────────────
+
+    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(self._locked, function, *args)
+
+    def _locked(self, function: Callable[..., T], *args: Any) -> T:
+        with self._mutex:
+            try:
+                return function(self._connect(), *args)
+            except sqlite3.DatabaseError as exc:
+                if self._connection is not None and "not a database" in str(exc):
+                    self._close()
+                    raise NotAJournal(self.path.name, "SQLite says: file is not a database") from exc
+                raise StoreUnavailable(self.path.name, f"{type(exc).__name__}: {exc}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is not None:
+            return self._connection
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._prepare(connection)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        return connection
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        try:
+            tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
+        if tables and "synaptum_meta" not in tables:
+            raise NotAJournal(self.path.name, f"it holds other tables: {', '.join(sorted(tables))}")
+        if "synaptum_meta" in tables:
+            row = connection.execute("SELECT value FROM synaptum_meta WHERE key='format'").fetchone()
+            found = int(row[0]) if row else 0
+            if found > FORMAT_VERSION:
+                raise UnsupportedFormat(self.path.name, found, FORMAT_VERSION)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(f"PRAGMA synchronous={self.durability.upper()}")
+        connection.execute("PRAGMA busy_timeout=5000")
+        if "synaptum_meta" not in tables:
+            connection.executescript(_SCHEMA)  # IF NOT EXISTS: safe when two processes race
+            connection.execute(
+                "INSERT OR IGNORE INTO synaptum_meta VALUES ('format', ?)", (str(FORMAT_VERSION),)
+            )
+
+    def _close(self, _connection: sqlite3.Connection | None = None) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @staticmethod
+    def _load(connection: sqlite3.Connection, run_id: str) -> tuple[Any, Any]:
+        row = connection.execute(
+            "SELECT header, next_seq, final_seq, id FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[2] is None:
+            return row, None
+        final = connection.execute(
+            "SELECT seq, step_id, phase, attempt, data FROM events WHERE run = ? AND seq = ?",
+            (row[3], row[2]),
+        ).fetchone()
+        return row, Record(*final)
+
+    @staticmethod
+    def _start(connection: sqlite3.Connection, run_id: str, header: str) -> None:
+        connection.execute("INSERT OR IGNORE INTO runs (run_id, header) VALUES (?, ?)", (run_id, header))
+
+    @staticmethod
+    def _append(connection: sqlite3.Connection, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            row = connection.execute("SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise JournalError(f"run {run_id!r} was never started; call start() first")
+            run, seq = row
+            final_seq = None
+            for step_id, phase, attempt, data in encoded:
+                inserted = connection.execute(
+                    "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                    (run, seq, step_id, phase, attempt, data),
+                ).rowcount
+                if inserted:
+                    if step_id.endswith("-final"):
+                        final_seq = seq
+                    seq += 1
+            connection.execute(
+                "UPDATE runs SET next_seq = ?, final_seq = coalesce(?, final_seq) WHERE id = ?",
+                (seq, final_seq, run),
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        return seq
+
+    @staticmethod
+    def _records(connection: sqlite3.Connection, run_id: str) -> list[Record]:
+        rows = connection.execute(
+            "SELECT seq, step_id, phase, attempt, data FROM events"
+            " WHERE run = (SELECT id FROM runs WHERE run_id = ?) ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+        return [Record(*row) for row in rows]

@@ -1,0 +1,327 @@
+"""Tools: `@tool` turns a typed function into a described, declared, validated tool.
+
+A tool's JSON schema comes from its signature, its description from its docstring, and its
+`risk` and `idempotent` from what the author declares: nothing is deduced. A tool that
+declares nothing is treated as the worst case (destructive, not idempotent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import json
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from .errors import InvalidToolCall, ToolDefinitionError
+from .messages import ToolSpec
+
+
+class Risk(enum.IntEnum):
+    """What a tool can do to the world, ordered from harmless to irreversible."""
+
+    READ = 0
+    SOFT_WRITE = 1
+    HARD_WRITE = 2
+    DESTRUCTIVE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may ask for about the step running it.
+
+    `idempotency_key` is stable across retries and resumes of the same step
+    (`run_id/step_id`): pass it to an external API that deduplicates, and at-least-once
+    execution becomes effectively-once.
+    """
+
+    run_id: str
+    step_id: str
+    attempt: int
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}/{self.step_id}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A function the model may call, with its description and declarations."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., Any]
+    risk: Risk
+    idempotent: bool
+    context_parameter: str | None
+    _converters: dict[str, Callable[[Any], Any]]
+
+    @property
+    def spec(self) -> ToolSpec:
+        """How the tool is shown to the model."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What about this tool belongs to an agent's configuration."""
+        return {
+            "description": self.description,
+            "parameters": self.parameters,
+            "risk": self.risk.name.lower(),
+            "idempotent": self.idempotent,
+        }
+
+    def bind(self, arguments: Any) -> dict[str, Any]:
+        """Validate the model's arguments against the schema and convert them to Python.
+
+        Raises `InvalidToolCall` naming the first problem found.
+        """
+        if not isinstance(arguments, dict):
+            raise InvalidToolCall(self.name, f"arguments must be a JSON object, got {arguments!r}")
+        properties = self.parameters["properties"]
+        unknown = sorted(set(arguments) - set(properties))
+        if unknown:
+            raise InvalidToolCall(self.name, f"unknown argument(s) {', '.join(unknown)}")
+        missing = [name for name in self.parameters.get("required", ()) if name not in arguments]
+        if missing:
+            raise InvalidToolCall(self.name, f"missing required argument(s) {', '.join(missing)}")
+        return {name: self._converters[name](value) for name, value in arguments.items()}
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Run the function with bound arguments (and the step context, if it asks)."""
+        kwargs = dict(arguments)
+        if self.context_parameter is not None:
+            kwargs[self.context_parameter] = context
+        result = self.function(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    risk: Risk = Risk.DESTRUCTIVE,
+    idempotent: bool = False,
+) -> Any:
+    """Describe a function as a tool. Use bare (`@tool`) or with declarations.
+
+    `risk` and `idempotent` are declarations: a tool that is safe to run twice says
+    `idempotent=True`; undeclared tools are treated as destructive and not idempotent.
+    Raises `ToolDefinitionError` at decoration time for a parameter without a type, a type
+    that has no JSON schema, or a missing docstring.
+    """
+
+    def decorate(fn: Callable[..., Any]) -> Tool:
+        return _build(fn, name or fn.__name__, Risk(risk), idempotent)
+
+    return decorate(function) if function is not None else decorate
+
+
+def _build(fn: Callable[..., Any], name: str, risk: Risk, idempotent: bool) -> Tool:
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise ToolDefinitionError(name, "it has no docstring; the model needs a description")
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # NameError for an unresolvable forward reference, and kin
+        raise ToolDefinitionError(name, f"its annotations cannot be resolved ({exc})") from exc
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: dict[str, Callable[[Any], Any]] = {}
+    context_parameter = None
+    for parameter in inspect.signature(fn).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise ToolDefinitionError(name, f"*{parameter.name} cannot be described; name each argument")
+        if parameter.name not in hints:
+            raise ToolDefinitionError(name, f"parameter {parameter.name!r} has no type annotation")
+        hint = hints[parameter.name]
+        if hint is ToolContext:
+            context_parameter = parameter.name
+            continue
+        schema, convert = _schema(hint, f"{name}.{parameter.name}")
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+        else:
+            schema = {**schema, "default": _json_default(name, parameter)}
+        properties[parameter.name] = schema
+        converters[parameter.name] = convert
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = required
+    parameters["additionalProperties"] = False
+    return Tool(
+        name=name,
+        description=doc,
+        parameters=parameters,
+        function=fn,
+        risk=risk,
+        idempotent=idempotent,
+        context_parameter=context_parameter,
+        _converters=converters,
+    )
+
+
+def _json_default(name: str, parameter: inspect.Parameter) -> Any:
+    try:
+        json.dumps(parameter.default)
+    except TypeError:
+        raise ToolDefinitionError(
+            name, f"the default of {parameter.name!r} ({parameter.default!r}) is not a JSON value"
+        ) from None
+    return parameter.default
+
+
+Converter = Callable[[Any], Any]
+
+_SCALARS: dict[type, tuple[str, tuple[type, ...]]] = {
+    str: ("string", (str,)),
+    bool: ("boolean", (bool,)),
+    int: ("integer", (int,)),
+    float: ("number", (int, float)),
+}
+
+
+def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
+    """The JSON schema of a type hint, and a function that checks and converts a value."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        inner, *extras = get_args(hint)
+        schema, convert = _schema(inner, where)
+        descriptions = [extra for extra in extras if isinstance(extra, str)]
+        if descriptions:
+            schema = {**schema, "description": " ".join(descriptions)}
+        return schema, convert
+    if hint in _SCALARS:
+        kind, accepted = _SCALARS[hint]
+        return {"type": kind}, _check_scalar(where, kind, accepted, hint)
+    if hint is type(None) or hint is None:
+        return {"type": "null"}, _check_scalar(where, "null", (type(None),), None)
+    if origin is Literal:
+        values = list(get_args(hint))
+        return {"enum": values}, _check_enum(where, values)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = [member.value for member in hint]
+        check = _check_enum(where, values)
+        return {"enum": values}, lambda value: hint(check(value))
+    if origin in (Union, types.UnionType):
+        options = [_schema(arg, where) for arg in get_args(hint)]
+        return {"anyOf": [schema for schema, _ in options]}, _check_union(where, options)
+    if origin is list or hint is list:
+        (item,) = get_args(hint) or (Any,)
+        if item is Any:
+            raise ToolDefinitionError(where.split(".")[0], f"{where}: say what the list holds (list[str], …)")
+        item_schema, item_convert = _schema(item, f"{where}[]")
+        return {"type": "array", "items": item_schema}, _check_list(where, item_convert)
+    if origin is dict:
+        key, value = get_args(hint) or (None, None)
+        if key is not str:
+            raise ToolDefinitionError(where.split(".")[0], f"{where}: only dict[str, …] has a JSON schema")
+        value_schema, value_convert = _schema(value, f"{where}{{}}")
+        return {"type": "object", "additionalProperties": value_schema}, _check_dict(where, value_convert)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _dataclass_schema(hint, where)
+    raise ToolDefinitionError(where.split(".")[0], f"{where}: type {hint!r} has no JSON schema")
+
+
+def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]:
+    hints = get_type_hints(cls, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: dict[str, Converter] = {}
+    for item in dataclasses.fields(cls):
+        schema, convert = _schema(hints[item.name], f"{where}.{item.name}")
+        properties[item.name] = schema
+        converters[item.name] = convert
+        if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+            required.append(item.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise InvalidToolCall(where.split(".")[0], f"{where} must be an object, got {value!r}")
+        unknown = sorted(set(value) - set(properties))
+        missing = [name for name in required if name not in value]
+        if unknown or missing:
+            problem = f"unknown field(s) {unknown}" if unknown else f"missing field(s) {missing}"
+            raise InvalidToolCall(where.split(".")[0], f"{where}: {problem}")
+        return cls(**{name: converters[name](v) for name, v in value.items()})
+
+    return schema, convert
+
+
+def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) -> Converter:
+    def check(value: Any) -> Any:
+        # bool is an int in Python but not in JSON schema
+        if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
+            raise InvalidToolCall(where.split(".")[0], f"{where} must be {kind}, got {value!r}")
+        return float(value) if hint is float else value
+
+    return check
+
+
+def _check_enum(where: str, values: list[Any]) -> Converter:
+    def check(value: Any) -> Any:
+        if value not in values:
+            raise InvalidToolCall(where.split(".")[0], f"{where} must be one of {values}, got {value!r}")
+        return value
+
+    return check
+
+
+def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) -> Converter:
+    def check(value: Any) -> Any:
+        for _, convert in options:
+            try:
+                return convert(value)
+            except InvalidToolCall:
+                continue
+        raise InvalidToolCall(where.split(".")[0], f"{where} got {value!r}, which fits none of its types")
+
+    return check
+
+
+def _check_list(where: str, item: Converter) -> Converter:
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise InvalidToolCall(where.split(".")[0], f"{where} must be an array, got {value!r}")
+        return [item(v) for v in value]
+
+    return check
+
+
+def _check_dict(where: str, item: Converter) -> Converter:
+    def check(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise InvalidToolCall(where.split(".")[0], f"{where} must be an object, got {value!r}")
+        return {k: item(v) for k, v in value.items()}
+
+    return check
+
+
+def schema_of(cls: type, owner: str) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+    """The JSON schema of a dataclass and a function that checks a JSON value into an instance.
+
+    The function raises `InvalidToolCall` naming the first problem found.
+    """
+    return _dataclass_schema(cls, f"{owner}.output")
+
+
+def to_result_text(value: Any) -> str:
+    """The text a tool's return value becomes in the context window.
+
+    Strings pass as they are; dataclasses and JSON values become compact JSON.
+    Raises `TypeError` for anything else (the caller names the step).
+    """
+    if isinstance(value, str):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
