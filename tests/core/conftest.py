@@ -1,0 +1,30 @@
+"""Shared fixtures for the core's tests: every checkpointer the conformance suite covers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synaptum_lite import MemoryCheckpointer, SqliteCheckpointer
+
+STORES: dict[str, Callable[[Path], Any]] = {
+    "memory": lambda tmp: MemoryCheckpointer(),
+    "sqlite": lambda tmp: SqliteCheckpointer(tmp / "runs.db"),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
+    """Make checkpointers on one shared store (same file, or same memory object)."""
+    if request.param == "memory":
+        shared = MemoryCheckpointer()
+        return lambda: shared
+    return lambda: STORES[request.param](tmp_path)
+
+
+def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coroutine)

@@ -1,0 +1,177 @@
+"""The conformance suite: what every checkpointer must do, run against each of them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from synaptum_lite import (
+    Checkpointer,
+    FinalStep,
+    JournalError,
+    ModelResponse,
+    ModelStep,
+    Phase,
+    RunBusy,
+    ToolCall,
+    ToolResult,
+    ToolStep,
+    Usage,
+    load_events,
+)
+
+from .conftest import run
+
+HEADER = {"format": 1, "agent": {"model": "m"}, "task": "t"}
+
+
+def model_step(position: int, phase: Phase = Phase.COMPLETED, run_id: str = "r") -> ModelStep:
+    return ModelStep(
+        run_id=run_id,
+        step_id=f"{position:06d}-model",
+        phase=phase,
+        fingerprint="f" * 24,
+        response=ModelResponse(text="hola", usage=Usage(3, 1)) if phase is Phase.COMPLETED else None,
+    )
+
+
+def tool_step(position: int, phase: Phase, attempt: int = 1) -> ToolStep:
+    return ToolStep(
+        run_id="r",
+        step_id=f"{position:06d}-tool",
+        phase=phase,
+        attempt=attempt,
+        call=ToolCall("c1", "consultar", {"cuenta": "ES91"}),
+        result=ToolResult("4.200,00 €") if phase is Phase.COMPLETED else None,
+    )
+
+
+def test_every_store_is_a_checkpointer(store_factory):
+    assert isinstance(store_factory(), Checkpointer)
+
+
+def test_an_unknown_run_is_empty(store_factory):
+    state = run(store_factory().load("nadie"))
+    assert (state.next_seq, state.header, state.final, state.closed) == (0, None, None, False)
+
+
+def test_start_records_the_header_once(store_factory):
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        await store.start("r", {**HEADER, "task": "otra"})
+        return await store.load("r")
+
+    state = run(scenario())
+    assert state.header == HEADER
+    assert state.next_seq == 0
+
+
+def test_positions_are_dense_from_zero_and_events_round_trip(store_factory):
+    events = [
+        model_step(0, Phase.ATTEMPTED),
+        model_step(0),
+        tool_step(1, Phase.ATTEMPTED),
+        tool_step(1, Phase.COMPLETED),
+    ]
+
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        assert await store.append("r", events[:1]) == 1
+        assert await store.append("r", events[1:]) == 4
+        return await store.records("r"), await load_events(store, "r")
+
+    records, loaded = run(scenario())
+    assert [r.seq for r in records] == [0, 1, 2, 3]
+    assert loaded == events
+
+
+def test_appending_a_journaled_key_is_a_no_op(store_factory):
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        await store.append("r", [model_step(0, Phase.ATTEMPTED), model_step(0)])
+        again = await store.append("r", [model_step(0), tool_step(1, Phase.ATTEMPTED)])
+        return again, await store.records("r")
+
+    next_seq, records = run(scenario())
+    assert next_seq == 3
+    assert [(r.seq, r.step_id, r.phase) for r in records] == [
+        (0, "000000-model", "attempted"),
+        (1, "000000-model", "completed"),
+        (2, "000001-tool", "attempted"),
+    ]
+
+
+def test_a_second_attempt_is_a_new_key(store_factory):
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        return await store.append(
+            "r", [tool_step(0, Phase.ATTEMPTED), tool_step(0, Phase.ATTEMPTED, attempt=2)]
+        )
+
+    assert run(scenario()) == 2
+
+
+def test_the_final_step_is_found_without_reading_the_journal(store_factory):
+    final = FinalStep(run_id="r", step_id="000002-final", text="fin", output="fin", usage=Usage(5, 2, None))
+
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        await store.append("r", [model_step(0, Phase.ATTEMPTED), model_step(0), final])
+        return await store_factory().load("r")
+
+    state = run(scenario())
+    assert state.closed and state.next_seq == 3
+    assert state.final == final
+    assert state.final.usage.cached_tokens is None  # not measured stays not measured
+
+
+def test_appending_to_a_run_never_started_is_refused(store_factory):
+    with pytest.raises(JournalError, match="never started"):
+        run(store_factory().append("r", [model_step(0)]))
+
+
+def test_runs_are_independent(store_factory):
+    async def scenario():
+        store = store_factory()
+        await store.start("a", HEADER)
+        await store.start("b", HEADER)
+        await store.append("a", [model_step(0, run_id="a")])
+        return (await store.load("a")).next_seq, (await store.load("b")).next_seq
+
+    assert run(scenario()) == (1, 0)
+
+
+def test_concurrent_appends_get_distinct_dense_positions(store_factory):
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        await asyncio.gather(*(store.append("r", [model_step(i)]) for i in range(40)))
+        return await store.records("r")
+
+    records = run(scenario())
+    assert sorted(r.seq for r in records) == list(range(40))
+    assert len({r.step_id for r in records}) == 40
+
+
+def test_one_driver_at_a_time_and_the_lock_is_released(store_factory):
+    async def scenario():
+        first, second = store_factory(), store_factory()
+        async with first.hold("r"):
+            with pytest.raises(RunBusy) as busy:
+                async with second.hold("r"):
+                    pass
+            async with second.hold("otro"):
+                pass
+        async with second.hold("r"):
+            pass
+        return busy.value
+
+    busy = run(scenario())
+    assert busy.run_id == "r"
+    assert "'r' is being driven by another worker" in str(busy)

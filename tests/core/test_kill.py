@@ -1,0 +1,118 @@
+"""Durability after real kills: a child process is SIGKILLed, another resumes the run.
+
+The oracle: killed at every journal boundary (and inside a tool, after its effect), the run
+ends with the same answer and the same completed steps as an uninterrupted run; every model
+call is paid once; no effect happens twice. Effects are counted by the tools themselves, in
+a file that survives the kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from synaptum_lite import Phase, SqliteCheckpointer, load_events
+
+from .agents import ANSWER
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS_OF_A_WHOLE_RUN = 15  # 4 model steps × 2 + 3 tool steps × 2 + the final step
+
+
+def child(tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.core.agents", str(tmp / "runs.db"), run_id, str(tmp / f"{run_id}.effects"), *flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def completed_steps(tmp: Path, run_id: str) -> list[tuple[str, str]]:
+    events = asyncio.run(load_events(SqliteCheckpointer(tmp / "runs.db"), run_id))
+    return [
+        (e.step_id, json.dumps(e.payload().get("result") or e.payload().get("text") or e.payload()["response"]))
+        for e in events
+        if e.phase is Phase.COMPLETED and e.kind != "model"
+    ] + [(e.step_id, e.fingerprint) for e in events if e.phase is Phase.COMPLETED and e.kind == "model"]
+
+
+def effects(tmp: Path, run_id: str) -> Counter[str]:
+    path = tmp / f"{run_id}.effects"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return Counter(line.split(" ", 1)[0] for line in lines)
+
+
+def model_calls(result: subprocess.CompletedProcess[str]) -> int:
+    return sum(int(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("model_calls"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    result = child(tmp, "oracle")
+    assert result.returncode == 0, result.stderr
+    return tmp, result
+
+
+def test_the_uninterrupted_run_pays_four_model_calls_and_each_effect_once(uninterrupted):
+    tmp, result = uninterrupted
+    assert f"final {ANSWER}" in result.stdout
+    assert model_calls(result) == 4
+    assert effects(tmp, "oracle") == {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
+
+
+@pytest.mark.parametrize("kill_after", range(1, EVENTS_OF_A_WHOLE_RUN + 1))
+def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(tmp_path, uninterrupted, kill_after):
+    oracle_tmp, _ = uninterrupted
+    killed = child(tmp_path, "r", "--die-at", str(kill_after))
+    assert killed.returncode == -signal.SIGKILL
+
+    resumed = child(tmp_path, "r", "--operator")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"final {ANSWER}" in resumed.stdout
+    # every model call is paid exactly once across both processes: the killed one paid for
+    # the model steps it completed, the resumed one only for the rest
+    assert model_calls(resumed) == 4 - _model_steps_completed_before(kill_after)
+    counts = effects(tmp_path, "r")
+    assert all(counts[name] <= 1 for name in ("transferir", "notificar")), counts
+    assert counts == {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
+    assert completed_steps(tmp_path, "r") == completed_steps(oracle_tmp, "oracle")
+
+
+def _model_steps_completed_before(kill_after: int) -> int:
+    """How many model steps the killed process completed: one per turn of 4 events, whose
+    second event is the model's completion."""
+    turns, rest = divmod(kill_after, 4)
+    return min(4, turns + (1 if rest >= 2 else 0))
+
+
+@pytest.mark.parametrize("tool_name", ["consultar_saldo", "transferir", "notificar"])
+def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(tmp_path, uninterrupted, tool_name):
+    oracle_tmp, _ = uninterrupted
+    killed = child(tmp_path, "r", "--die-in", tool_name)
+    assert killed.returncode == -signal.SIGKILL
+
+    blind = child(tmp_path, "r")
+    if tool_name == "consultar_saldo":  # idempotent: simply runs again
+        assert blind.returncode == 0, blind.stderr
+    else:  # not idempotent: the runtime does not guess
+        assert blind.returncode == 3
+        assert "uncertain" in blind.stdout and tool_name in blind.stdout
+        resolved = child(tmp_path, "r", "--operator")
+        assert resolved.returncode == 0, resolved.stderr
+        assert f"final {ANSWER}" in resolved.stdout
+    counts = effects(tmp_path, "r")
+    expected = {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
+    if tool_name == "consultar_saldo":
+        expected["consultar_saldo"] = 2  # ran, was killed before completing, ran again: allowed
+    assert counts == expected
+    assert completed_steps(tmp_path, "r") == completed_steps(oracle_tmp, "oracle")
