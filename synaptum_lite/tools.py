@@ -140,7 +140,7 @@ def _build(fn: Callable[..., Any], name: str, risk: Risk, idempotent: bool) -> T
         if parameter.name not in hints:
             raise ToolDefinitionError(name, f"parameter {parameter.name!r} has no type annotation")
         hint = hints[parameter.name]
-        if hint is ToolContext:
+        if hint is ToolContext or ToolContext in get_args(hint):
             context_parameter = parameter.name
             continue
         schema, convert = _schema(hint, f"{name}.{parameter.name}")

@@ -1,0 +1,88 @@
+"""Bad input gets a clear error and loses nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from synaptum_lite import (
+    Agent,
+    ConfigurationError,
+    CorruptJournal,
+    MemoryCheckpointer,
+    NotAJournal,
+    Session,
+    SqliteCheckpointer,
+    UnsupportedFormat,
+)
+from synaptum_lite.testing import ScriptedGateway, says
+
+from .conftest import run
+
+
+def finish(path: Path) -> None:
+    agent = Agent("a", model="m", instructions="i")
+    run(_consume(agent.run("t", session=Session("r", ScriptedGateway([says("hecho")]), SqliteCheckpointer(path)))))
+
+
+async def _consume(steps):
+    return [s async for s in steps]
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path):
+    path = tmp_path / "notas.txt"
+    path.write_text("esto no es una base de datos\n" * 200)
+    before = path.read_bytes()
+    with pytest.raises(NotAJournal) as error:
+        run(SqliteCheckpointer(path).load("r"))
+    assert "notas.txt is not a synaptum_lite journal" in str(error.value)
+    assert "point the checkpointer at a new file" in str(error.value)
+    assert path.read_bytes() == before
+
+
+def test_a_sqlite_file_of_another_application_is_refused(tmp_path: Path):
+    path = tmp_path / "otra.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE clientes (nombre TEXT)")
+    with pytest.raises(NotAJournal, match="it holds other tables: clientes"):
+        run(SqliteCheckpointer(path).load("r"))
+
+
+def test_a_journal_of_a_newer_format_is_refused_untouched(tmp_path: Path):
+    path = tmp_path / "runs.db"
+    finish(path)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE synaptum_meta SET value = '99' WHERE key = 'format'")
+    with pytest.raises(UnsupportedFormat) as error:
+        run(SqliteCheckpointer(path).load("r"))
+    assert (error.value.found, error.value.supported) == (99, 1)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE synaptum_meta SET value = '1' WHERE key = 'format'")
+    assert run(SqliteCheckpointer(path).load("r")).final.output == "hecho"
+
+
+def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
+    path = tmp_path / "runs.db"
+    agent = Agent("a", model="m", instructions="i")
+    run(SqliteCheckpointer(path).load("r"))  # creates the schema
+    with sqlite3.connect(path) as connection:
+        header = '{"format": 1, "agent": %s, "task": "t"}' % json.dumps(agent.configuration)
+        connection.execute("INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,))
+        connection.execute("INSERT INTO events VALUES (1, 0, '000000-model', 'completed', 1, '{not json')")
+    with pytest.raises(CorruptJournal) as error:
+        run(_consume(agent.run("t", session=Session("r", ScriptedGateway([]), SqliteCheckpointer(path)))))
+    assert (error.value.run_id, error.value.seq) == ("r", 0)
+
+
+def test_bad_arguments_to_the_library_are_named():
+    with pytest.raises(ConfigurationError, match="durability must be 'full'"):
+        SqliteCheckpointer("x.db", durability="fast")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="run_id must be a non-empty string"):
+        Session("", ScriptedGateway([]), MemoryCheckpointer())
+    with pytest.raises(ConfigurationError, match="is not a tool; decorate it with @tool"):
+        Agent("a", model="m", instructions="i", tools=[print])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="the script has 0 answer"):
+        run(_consume(Agent("a", model="m", instructions="i").run("t", session=Session("r", ScriptedGateway([]), MemoryCheckpointer()))))

@@ -1,0 +1,305 @@
+"""The resume rules, counted: done / new / uncertain / closed, configuration and divergence."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synaptum_lite import (
+    Agent,
+    ConfigurationChanged,
+    FinalStep,
+    MemoryCheckpointer,
+    ModelStep,
+    NothingToResolve,
+    Phase,
+    ReplayDivergence,
+    Risk,
+    Role,
+    Session,
+    SqliteCheckpointer,
+    StepLimitExceeded,
+    ToolContext,
+    ToolResultNotSerializable,
+    ToolStep,
+    UncertainEffect,
+    load_events,
+    tool,
+)
+from synaptum_lite.testing import ScriptedGateway, calls, says
+
+from .conftest import run
+
+TASK = "¿Cuánto hay en ES91?"
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.runs = 0
+        self.keys: list[str] = []
+
+
+def make_agent(counter: Counter, *, idempotent: bool = False, instructions: str = "Consulta saldos.", **kw: Any):
+    @tool(risk=Risk.READ, idempotent=idempotent)
+    def consultar_saldo(cuenta: str, contexto: ToolContext) -> str:
+        """Consulta el saldo de una cuenta."""
+        counter.runs += 1
+        counter.keys.append(contexto.idempotency_key)
+        return f"{cuenta}: 4.200,00 €"
+
+    return Agent("cajero", model="guionizado", instructions=instructions, tools=[consultar_saldo], **kw)
+
+
+def responder(request):
+    if any(m.role is Role.TOOL for m in request.messages):
+        return says("El saldo es de 4.200,00 €.")
+    return calls("consultar_saldo", cuenta="ES91")
+
+
+async def drive(agent: Agent, session: Session, stop_after: tuple[str, str] | None = None) -> list[Any]:
+    steps = []
+    async for step in agent.run(TASK, session=session):
+        steps.append(step)
+        if stop_after and (step.kind, getattr(step, "phase", None) and step.phase.value) == stop_after:
+            break
+    return steps
+
+
+def session(checkpointer, run_id: str = "r") -> tuple[Session, ScriptedGateway]:
+    gateway = ScriptedGateway([responder] * 5)
+    return Session(run_id, gateway, checkpointer), gateway
+
+
+def test_resume_skips_tool_calls_already_journaled():
+    counter, store = Counter(), MemoryCheckpointer()
+    agent = make_agent(counter)
+    first, gateway1 = session(store)
+    run(drive(agent, first, stop_after=("tool", "completed")))
+    assert (gateway1.model_calls, counter.runs) == (1, 1)
+
+    second, gateway2 = session(store)
+    steps = run(drive(agent, second))
+    assert (gateway2.model_calls, counter.runs) == (1, 1)
+    assert steps[-1].output == "El saldo es de 4.200,00 €."
+    replayed = [(s.step_id, s.phase.value) for s in steps if s.replayed]
+    assert replayed == [("000000-model", "completed"), ("000001-tool", "completed")]
+
+
+def test_a_closed_run_returns_its_final_step_and_calls_nothing(tmp_path: Path):
+    counter = Counter()
+    agent = make_agent(counter)
+    run(drive(agent, session(SqliteCheckpointer(tmp_path / "r.db"))[0]))
+    again, gateway = session(SqliteCheckpointer(tmp_path / "r.db"))
+    steps = run(drive(agent, again))
+    assert len(steps) == 1 and isinstance(steps[0], FinalStep) and steps[0].replayed
+    assert steps[0].output == "El saldo es de 4.200,00 €."
+    assert (gateway.model_calls, counter.runs) == (0, 1)
+
+
+def test_the_context_is_rederived_byte_for_byte():
+    store = MemoryCheckpointer()
+    agent = make_agent(Counter())
+    whole, gateway_whole = session(MemoryCheckpointer())
+    run(drive(agent, whole))
+    first, _ = session(store)
+    run(drive(agent, first, stop_after=("tool", "completed")))
+    second, gateway2 = session(store)
+    run(drive(agent, second))
+    assert gateway2.requests[0].fingerprint() == gateway_whole.requests[1].fingerprint()
+    assert gateway2.requests[0].messages == gateway_whole.requests[1].messages
+
+
+def test_changed_instructions_are_refused_naming_the_field():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "completed")))
+    with pytest.raises(ConfigurationChanged) as changed:
+        run(drive(make_agent(Counter(), instructions="Otra cosa."), session(store)[0]))
+    assert changed.value.fields == ["instructions"]
+    assert "start a new run_id" in str(changed.value)
+
+
+def test_a_renamed_tool_at_a_journaled_position_is_a_divergence_naming_the_step():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "completed")))
+
+    @tool(risk=Risk.READ)
+    def saldo(cuenta: str) -> str:
+        """Consulta el saldo de una cuenta."""
+        return "?"
+
+    renamed = Agent("cajero", model="guionizado", instructions="Consulta saldos.", tools=[saldo])
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(renamed, session(store)[0]))
+    assert divergence.value.step_id == "000001-tool"
+    assert "consultar_saldo" in str(divergence.value)
+
+
+def test_a_step_of_another_kind_at_a_journaled_position_is_refused():
+    store = MemoryCheckpointer()
+    agent = make_agent(Counter())
+    run(drive(agent, session(store)[0], stop_after=("model", "completed")))
+    # the journal now claims a tool step at position 1 for another call than the model made
+    foreign = ToolStep(
+        run_id="r", step_id="000001-tool", phase=Phase.ATTEMPTED, call=calls("borrar", todo=True).tool_calls[0]
+    )
+    run(store.append("r", [foreign]))
+    counter = Counter()
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(make_agent(counter), session(store)[0]))
+    assert divergence.value.step_id == "000001-tool"
+    assert counter.runs == 0
+
+
+def test_an_attempted_non_idempotent_tool_is_uncertain_until_an_operator_records_its_result():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "attempted")))
+
+    counter = Counter()
+    with pytest.raises(UncertainEffect) as uncertain:
+        run(drive(make_agent(counter), session(store)[0]))
+    error = uncertain.value
+    assert (error.run_id, error.step_id, error.tool, error.arguments) == (
+        "r",
+        "000001-tool",
+        "consultar_saldo",
+        {"cuenta": "ES91"},
+    )
+    assert counter.runs == 0
+
+    operator, _ = session(store)
+    run(operator.record_result("000001-tool", "ES91: 4.200,00 €", by="ana"))
+    with pytest.raises(NothingToResolve):
+        run(operator.record_result("000001-tool", "otra vez", by="ana"))
+    steps = run(drive(make_agent(counter), session(store)[0]))
+    assert counter.runs == 0
+    assert steps[-1].output == "El saldo es de 4.200,00 €."
+    decided = [e for e in run(load_events(store, "r")) if isinstance(e, ToolStep) and e.decision]
+    assert decided[0].decision == {"action": "record", "by": "ana"}
+
+
+def test_an_allowed_retry_runs_the_tool_once_with_the_same_idempotency_key():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "attempted")))
+    operator, _ = session(store)
+    run(operator.allow_retry("000001-tool", by="ana"))
+    counter = Counter()
+    run(drive(make_agent(counter), session(store)[0], stop_after=("tool", "attempted")))
+    # the retry was itself interrupted: uncertain again, not silently retried twice
+    with pytest.raises(UncertainEffect):
+        run(drive(make_agent(counter), session(store)[0]))
+    run(operator.allow_retry("000001-tool", by="ana"))
+    run(drive(make_agent(counter), session(store)[0]))
+    assert counter.runs == 1
+    assert counter.keys == ["r/000001-tool"]
+    attempts = [e.attempt for e in run(load_events(store, "r")) if e.step_id == "000001-tool" and e.phase is Phase.ATTEMPTED]
+    assert attempts == [1, 2, 3]
+
+
+def test_an_attempted_idempotent_tool_simply_runs_again():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter(), idempotent=True), session(store)[0], stop_after=("tool", "attempted")))
+    counter = Counter()
+    steps = run(drive(make_agent(counter, idempotent=True), session(store)[0]))
+    assert counter.runs == 1 and steps[-1].output == "El saldo es de 4.200,00 €."
+
+
+def test_an_interrupted_model_call_is_paid_again_only_once():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("model", "attempted")))
+    again, gateway = session(store)
+    run(drive(make_agent(Counter()), again))
+    assert gateway.model_calls == 2  # the interrupted call, then the final answer
+    model_attempts = [
+        e.attempt for e in run(load_events(store, "r")) if isinstance(e, ModelStep) and e.phase is Phase.ATTEMPTED
+    ]
+    assert model_attempts == [1, 2, 1]
+
+
+def test_tool_failures_and_bad_calls_become_results_the_model_reads():
+    @tool(risk=Risk.READ, idempotent=True)
+    def dividir(a: int, b: int) -> float:
+        """Divide a entre b."""
+        return a / b
+
+    script = [
+        calls("dividir", a=1, b=0),
+        calls("dividir", a="uno", b=2),
+        calls("dividir", a=1),
+        calls("multiplicar", a=1, b=2),
+        calls("dividir", a=4, b=2),
+        says("2.0"),
+    ]
+    agent = Agent("calc", model="m", instructions="Calcula.", tools=[dividir])
+    gateway = ScriptedGateway(script)
+    steps = run(drive(agent, Session("r", gateway, MemoryCheckpointer())))
+    results = [s.result for s in steps if isinstance(s, ToolStep) and s.phase is Phase.COMPLETED]
+    assert [r.is_error for r in results] == [True, True, True, True, False]
+    assert results[0].content == "ZeroDivisionError: division by zero"
+    assert "dividir.a must be integer, got 'uno'" in results[1].content
+    assert "missing required argument(s) b" in results[2].content
+    assert "there is no tool 'multiplicar'" in results[3].content
+    assert results[4].content == "2.0"
+    last_request = gateway.requests[-1]
+    assert [m.is_error for m in last_request.messages if m.role is Role.TOOL] == [True, True, True, True, False]
+
+
+def test_a_result_that_cannot_be_journaled_is_a_clear_error_and_loses_nothing():
+    @tool(risk=Risk.READ, idempotent=True)
+    def abrir(nombre: str) -> object:
+        """Abre algo."""
+        return object()
+
+    store = MemoryCheckpointer()
+    agent = Agent("a", model="m", instructions="i", tools=[abrir])
+    with pytest.raises(ToolResultNotSerializable) as error:
+        run(drive(agent, Session("r", ScriptedGateway([calls("abrir", nombre="x")]), store)))
+    assert (error.value.step_id, error.value.tool, error.value.value_type) == ("000001-tool", "abrir", "object")
+    kept = [(e.step_id, e.phase.value) for e in run(load_events(store, "r"))]
+    assert kept == [("000000-model", "attempted"), ("000000-model", "completed"), ("000001-tool", "attempted")]
+
+
+def test_max_steps_stops_a_looping_model_and_says_where():
+    agent = make_agent(Counter(), max_steps=3)
+    looping = ScriptedGateway([calls("consultar_saldo", cuenta="ES91")] * 10)
+    store = MemoryCheckpointer()
+    with pytest.raises(StepLimitExceeded) as limit:
+        run(drive(agent, Session("r", looping, store)))
+    assert looping.model_calls == 3
+    assert limit.value.last_step_id == "000005-tool"
+    assert run(store.load("r")).next_seq == 12
+
+
+def test_typed_output_shows_an_invalid_answer_to_the_model_and_returns_the_object():
+    @dataclasses.dataclass
+    class Saldo:
+        cuenta: str
+        euros: float
+
+    agent = Agent("cajero", model="m", instructions="Responde en JSON.", output=Saldo)
+    gateway = ScriptedGateway([says("4.200 €"), says('```json\n{"cuenta": "ES91", "euros": 4200}\n```')])
+    store = MemoryCheckpointer()
+    steps = run(drive(agent, Session("r", gateway, store)))
+    assert steps[-1].output == Saldo("ES91", 4200.0)
+    assert gateway.model_calls == 2
+    assert "Your answer is not valid" in gateway.requests[1].messages[-1].content
+    closed = run(drive(agent, Session("r", ScriptedGateway([]), store)))
+    assert closed[0].output == Saldo("ES91", 4200.0)
+
+
+def test_runs_side_by_side_share_one_file_and_one_event_loop(tmp_path: Path):
+    import asyncio
+
+    counter = Counter()
+    agent = make_agent(counter)
+
+    async def both():
+        return await asyncio.gather(
+            *(drive(agent, session(SqliteCheckpointer(tmp_path / "r.db"), f"run-{i}")[0]) for i in range(8))
+        )
+
+    results = run(both())
+    assert [r[-1].output for r in results] == ["El saldo es de 4.200,00 €."] * 8
+    assert counter.runs == 8
