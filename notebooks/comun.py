@@ -1,0 +1,87 @@
+"""Lo que comparten los cuadernos: la cabecera que imprimen y el modelo con el que hablan.
+
+Sin nada en el entorno, cada cuaderno corre sobre el doble de pruebas de
+`synaptum_lite.testing`: respuestas guionizadas, sin red y sin clave; todo lo demás es real.
+Con `SYNAPTUM_BASE_URL` (un servidor compatible con OpenAI) o `AXONIUM_CLIENT_ID` en el
+entorno, el mismo cuaderno habla con un modelo de verdad; lo que cambia es lo que dice el
+modelo, no el código.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: Variables de entorno que eligen un modelo real. Si no hay ninguna, se usa el doble.
+VARIABLES_DEL_MODELO = ("SYNAPTUM_BASE_URL", "AXONIUM_CLIENT_ID")
+
+MODELO_GUIONIZADO = "guionizado"
+
+
+def modelo_real() -> str | None:
+    """La variable que pide un modelo real (Axonium manda), o `None` si no hay ninguna."""
+    if os.environ.get("AXONIUM_CLIENT_ID"):
+        return "AXONIUM_CLIENT_ID"
+    if os.environ.get("SYNAPTUM_BASE_URL"):
+        return "SYNAPTUM_BASE_URL"
+    return None
+
+
+def nombre_del_modelo() -> str:
+    """El nombre que el agente declara como su modelo.
+
+    `"guionizado"` sobre el doble; con un modelo real, `SYNAPTUM_MODEL` (o `"desconocido"`
+    si no está puesto, para que el error lo dé el proveedor y no este módulo).
+    """
+    if modelo_real() is None:
+        return MODELO_GUIONIZADO
+    return os.environ.get("SYNAPTUM_MODEL", "desconocido")
+
+
+def linea_de_modo() -> str:
+    """Una línea que dice con qué se está hablando, para que nadie confunda un guion con un modelo."""
+    variable = modelo_real()
+    if variable is None:
+        return (
+            "sin inferencia · respuestas guionizadas "
+            "(exporta SYNAPTUM_BASE_URL para usar un modelo real)"
+        )
+    if variable == "AXONIUM_CLIENT_ID":
+        return f"con inferencia · Axonium · modelo {nombre_del_modelo()}"
+    return f"con inferencia · {os.environ['SYNAPTUM_BASE_URL']} · modelo {nombre_del_modelo()}"
+
+
+def encabezado(titulo: str) -> None:
+    """Imprime la cabecera de un cuaderno: título, una raya del mismo largo y el modo."""
+    print()
+    print(titulo)
+    print("─" * len(titulo))
+    print(linea_de_modo())
+    print()
+
+
+class ModeloRealNoDisponible(RuntimeError):
+    """Se pidió un modelo real y este kit todavía no sabe hablar con él."""
+
+
+def gateway(guion: Sequence[Any | Callable[..., Any]], *, tools: Sequence[Any] = ()) -> Any:
+    """La puerta por la que salen las llamadas al modelo y a las herramientas.
+
+    Sin modelo configurado devuelve el doble, `ScriptedGateway(guion, tools=tools)`, que
+    contesta con el guion (respuestas o funciones que responden según la petición) y ejecuta
+    las herramientas de verdad. Cualquier gateway que devuelve cuenta `model_calls`.
+
+    Con `SYNAPTUM_BASE_URL` o `AXONIUM_CLIENT_ID` en el entorno, el guion se ignora: contesta
+    el modelo.
+    """
+    variable = modelo_real()
+    if variable is None:
+        from synaptum_lite.testing import ScriptedGateway
+
+        return ScriptedGateway(list(guion), tools=tools)
+    raise ModeloRealNoDisponible(
+        f"{variable} está en el entorno, pero esta versión de synaptum_lite todavía no trae "
+        f"el gateway para un modelo real. Quita {variable} del entorno para correr el "
+        "cuaderno con respuestas guionizadas."
+    )

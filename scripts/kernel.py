@@ -1,0 +1,277 @@
+"""Runs notebooks, each in a fresh Jupyter kernel, all at once, and records what each cell printed.
+
+The only module that talks to a kernel. The check (`tests/docs`) and the update command
+(`scripts/update_pages.py`) both call `run_notebooks`, so what the test compares is exactly
+what the update writes.
+
+Why not nbclient: it is correct but spends most of a short notebook's time waiting. It polls
+`kernel_info` and then waits 0.2 s for IOPub to go quiet before the first cell, and shuts the
+kernel down politely at the end. Here the kernel is an ordinary `ipykernel` process, the same
+one JupyterLab starts, and the client:
+
+- starts every kernel first and imports the client library while they boot;
+- waits for the kernel's `iopub_welcome` (sent when our IOPub subscription is live, so no
+  output can be lost), then sends every code cell at once with `stop_on_error`, which is what
+  "Run All" does;
+- kills the kernel when the last cell is idle: a throwaway kernel has nothing to save.
+
+Every kernel is new: its own process, its own working directory (the notebook's folder, as in
+JupyterLab), its own empty IPython directory (so nobody's startup files or history run), and an
+environment without the variables that select a real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Environment variables removed before a kernel starts: any of them selects a real model.
+MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
+
+#: A notebook that takes longer than this fails the check (seconds, whole notebook).
+DEFAULT_TIMEOUT = 120.0
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass
+class CellRun:
+    """What one code cell did. `index` counts every cell of the notebook, from 0."""
+
+    index: int
+    cell_id: str | None
+    source: str
+    stdout: str = ""
+    stderr: str = ""
+    shown: list[str] = field(default_factory=list)  # execute_result / display_data types
+    error: str | None = None  # the traceback, without colours
+
+    def describe(self) -> str:
+        """`cell 7 (id "primera-vuelta")`: how failures name a cell."""
+        if self.cell_id:
+            return f'cell {self.index} (id "{self.cell_id}")'
+        return f"cell {self.index}"
+
+
+@dataclass
+class NotebookRun:
+    """The result of running one notebook top to bottom."""
+
+    path: Path
+    cells: list[CellRun]
+    seconds: float
+    failure: str | None = None  # the kernel died, timed out or could not start
+
+    @property
+    def printed(self) -> str:
+        """Everything the notebook wrote to stdout, in order."""
+        return "".join(cell.stdout for cell in self.cells)
+
+    def cell_of_line(self, line_number: int) -> CellRun | None:
+        """The cell that printed the start of the given line of `printed` (0-based)."""
+        lines = self.printed.splitlines(keepends=True)
+        if line_number >= len(lines):
+            return None
+        offset = sum(len(line) for line in lines[:line_number])
+        end = 0
+        for cell in self.cells:
+            end += len(cell.stdout)
+            if offset < end:
+                return cell
+        return None
+
+    def problems(self) -> list[str]:
+        """What makes this run unusable as a page's output, besides a different text.
+
+        A cell that raised, wrote to stderr, or showed a value (a bare expression at the end
+        of a cell) prints something the page cannot show: the contract is stdout only.
+        """
+        found = []
+        if self.failure:
+            found.append(self.failure)
+        for cell in self.cells:
+            if cell.error:
+                found.append(f"{cell.describe()} raised:\n{cell.error}")
+            if cell.stderr:
+                found.append(f"{cell.describe()} wrote to stderr:\n{cell.stderr}")
+            if cell.shown:
+                kinds = ", ".join(sorted(set(cell.shown)))
+                found.append(
+                    f"{cell.describe()} shows a value ({kinds}) that the page cannot show: "
+                    "print it, or end the line with `;`"
+                )
+        return found
+
+
+def kernel_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a kernel: the caller's, minus every model variable."""
+    base = dict(os.environ if base is None else base)
+    return {
+        name: value
+        for name, value in base.items()
+        if not name.startswith(MODEL_VARIABLE_PREFIXES)
+    }
+
+
+def code_cells(notebook: dict) -> list[CellRun]:
+    """The code cells of a notebook (as read with `json`), in order, not yet run."""
+    cells = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] == "code":
+            source = cell["source"]
+            cells.append(
+                CellRun(
+                    index=index,
+                    cell_id=cell.get("id"),
+                    source="".join(source) if isinstance(source, list) else source,
+                )
+            )
+    return cells
+
+
+async def run_notebooks(
+    paths: Iterable[Path], *, timeout: float = DEFAULT_TIMEOUT, parallel: int | None = None
+) -> list[NotebookRun]:
+    """Run every notebook in its own fresh kernel, at most `parallel` at a time.
+
+    Returns one `NotebookRun` per path, in the order given. Never raises for what a notebook
+    does: a cell that fails, a kernel that dies or a timeout is recorded in the result.
+    """
+    paths = list(paths)
+    limit = asyncio.Semaphore(parallel or max(2, os.cpu_count() or 2))
+
+    async def one(path: Path) -> NotebookRun:
+        async with limit:
+            return await _run_one(path, timeout=timeout)
+
+    return list(await asyncio.gather(*(one(path) for path in paths)))
+
+
+def run_notebooks_sync(paths: Sequence[Path], **options: float) -> list[NotebookRun]:
+    """`run_notebooks` for callers without an event loop."""
+    return asyncio.run(run_notebooks(paths, **options))
+
+
+async def _run_one(path: Path, *, timeout: float) -> NotebookRun:
+    started = time.perf_counter()
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    cells = code_cells(notebook)
+    scratch = Path(tempfile.mkdtemp(prefix="synaptum-kernel-"))
+    connection = _write_connection_file(scratch)
+    stderr_log = (scratch / "kernel.stderr").open("wb")
+    env = kernel_environment()
+    env.update(
+        IPYTHONDIR=str(scratch / "ipython"),
+        # debugpy warns on stderr about frozen modules; the check needs no debugger.
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ipykernel_launcher", "-f", str(connection),
+        "--HistoryManager.enabled=False",
+        cwd=path.parent,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=stderr_log,
+    )
+    # Imported here, on purpose: the kernels are already booting on the other cores.
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    client = AsyncKernelClient(connection_file=str(connection))
+    client.load_connection_file()
+    client.start_channels()
+    failure = None
+    try:
+        await asyncio.wait_for(_execute(client, process, cells), timeout)
+    except TimeoutError:
+        failure = f"{path.name} did not finish within {timeout:.0f} s"
+    except _KernelDied as died:
+        log = (scratch / "kernel.stderr").read_text(errors="replace").strip()
+        failure = f"the kernel of {path.name} {died}" + (f":\n{log}" if log else "")
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+        client.stop_channels()
+        stderr_log.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return NotebookRun(path, cells, time.perf_counter() - started, failure)
+
+
+class _KernelDied(Exception):
+    pass
+
+
+async def _execute(client, process, cells: list[CellRun]) -> None:
+    """Send every cell, then read IOPub until the last cell (or the first failure) is idle."""
+    await _wait_for_welcome(client, process)
+    by_message = {
+        client.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=True): cell
+        for cell in cells
+    }
+    pending = len(cells)
+    while pending:
+        message = await _next_iopub(client, process)
+        cell = by_message.get(message["parent_header"].get("msg_id"))
+        if cell is None:
+            continue
+        kind, content = message["msg_type"], message["content"]
+        if kind == "stream":
+            if content["name"] == "stdout":
+                cell.stdout += content["text"]
+            else:
+                cell.stderr += content["text"]
+        elif kind in ("execute_result", "display_data"):
+            cell.shown.append(kind)
+        elif kind == "error":
+            cell.error = _ANSI.sub("", "\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            pending -= 1
+            if cell.error:
+                return  # stop_on_error: the kernel aborts the cells after this one
+
+
+async def _wait_for_welcome(client, process) -> None:
+    while (await _next_iopub(client, process))["msg_type"] != "iopub_welcome":
+        pass
+
+
+async def _next_iopub(client, process) -> dict:
+    from queue import Empty
+
+    while True:
+        try:
+            return await client.get_iopub_msg(timeout=0.25)
+        except Empty:
+            if process.returncode is not None:
+                raise _KernelDied(f"exited with code {process.returncode}") from None
+
+
+def _write_connection_file(folder: Path) -> Path:
+    """A connection file for IPC transport: sockets are files in `folder`, no TCP ports."""
+    info = {
+        "transport": "ipc",
+        "ip": str(folder / "kernel"),
+        "shell_port": 1,
+        "iopub_port": 2,
+        "stdin_port": 3,
+        "control_port": 4,
+        "hb_port": 5,
+        "key": secrets.token_hex(16),
+        "signature_scheme": "hmac-sha256",
+        "kernel_name": "python3",
+    }
+    path = folder / "kernel.json"
+    path.write_text(json.dumps(info), encoding="utf-8")
+    return path
