@@ -40,7 +40,7 @@ def nombre_del_modelo() -> str:
 
 
 def linea_de_modo() -> str:
-    """Una línea que dice con qué se está hablando, para que nadie confunda un guion con un modelo."""
+    """Con qué se está hablando, para que nadie confunda un guion con un modelo."""
     variable = modelo_real()
     if variable is None:
         return (

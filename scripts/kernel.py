@@ -117,9 +117,7 @@ def kernel_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a kernel: the caller's, minus every model variable."""
     base = dict(os.environ if base is None else base)
     return {
-        name: value
-        for name, value in base.items()
-        if not name.startswith(MODEL_VARIABLE_PREFIXES)
+        name: value for name, value in base.items() if not name.startswith(MODEL_VARIABLE_PREFIXES)
     }
 
 
@@ -177,7 +175,11 @@ async def _run_one(path: Path, *, timeout: float) -> NotebookRun:
         JUPYTER_PLATFORM_DIRS="1",
     )
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "ipykernel_launcher", "-f", str(connection),
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        str(connection),
         "--HistoryManager.enabled=False",
         cwd=path.parent,
         env=env,

@@ -122,7 +122,9 @@ def expected_block(notebook: dict[str, Any]) -> ExpectedBlock:
                         body = lines[number + 1 : end]
                         text = "".join(f"{line}\n" for line in body)
                         return ExpectedBlock(index, number + 1, end, text)
-                raise PageFormatError(f"the ```text block of {cell_name(notebook, index)} never closes")
+                raise PageFormatError(
+                    f"the ```text block of {cell_name(notebook, index)} never closes"
+                )
     raise PageFormatError(
         f"no Markdown cell has a '## {EXPECTED_HEADING}' heading followed by a ```text block"
     )
@@ -141,7 +143,9 @@ def with_expected(notebook: dict[str, Any], printed: str) -> dict[str, Any]:
     longest = max((len(m.group()) for m in re.finditer(r"^`{3,}", printed, re.M)), default=0)
     fence = "`" * max(3, longest + 1)
     body = printed[:-1].split("\n") if printed else []
-    new_lines = lines[: block.start - 1] + [f"{fence}text"] + body + [fence] + lines[block.end + 1 :]
+    new_lines = (
+        lines[: block.start - 1] + [f"{fence}text"] + body + [fence] + lines[block.end + 1 :]
+    )
     copy = json.loads(json.dumps(notebook))
     copy["cells"][block.cell_index]["source"] = "\n".join(new_lines)
     return copy
@@ -172,13 +176,14 @@ def mismatch(path: Path, notebook: dict[str, Any], run: NotebookRun) -> str | No
     printed = expected_output_of(run)
     if printed == block.text:
         return None
+    block_cell = cell_name(notebook, block.cell_index)
     expected_lines = block.text.splitlines(keepends=True)
     printed_lines = printed.splitlines(keepends=True)
     diff = list(
         difflib.unified_diff(
             expected_lines,
             printed_lines,
-            fromfile=f"page {page_url(path)} · {EXPECTED_HEADING} ({cell_name(notebook, block.cell_index)})",
+            fromfile=f"page {page_url(path)} · {EXPECTED_HEADING} ({block_cell})",
             tofile=f"{relative(path)} · printed when run",
         )
     )

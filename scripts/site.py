@@ -29,8 +29,18 @@ def start_build(site_dir: Path) -> subprocess.Popen[str]:
     """
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", JUPYTER_PLATFORM_DIRS="1")
     return subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-         "--config-file", str(MKDOCS_CONFIG), "--site-dir", str(site_dir)],
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "--config-file",
+            str(MKDOCS_CONFIG),
+            "--site-dir",
+            str(site_dir),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -1,0 +1,80 @@
+"""Rewrite every property page's *Lo que imprime* block from what its notebook really prints.
+
+    uv run python -m scripts.update_pages            # run the notebooks, rewrite the blocks
+    uv run python -m scripts.update_pages --check    # run them, change nothing, fail on drift
+    uv run python -m scripts.update_pages notebooks/propiedades/02_durabilidad.ipynb
+
+Each notebook runs in a fresh kernel (the same runner as `tests/docs`), without the variables
+that select a real model. A notebook that fails is reported and left untouched. Updating also
+stores each notebook in its committed form: no outputs, no execution counts, no volatile
+metadata. Authors never type an expected output by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scripts.kernel import run_notebooks_sync
+from scripts.pages import (
+    PageFormatError,
+    dumps,
+    expected_output_of,
+    mismatch,
+    property_notebooks,
+    read_notebook,
+    relative,
+    stored_form,
+    with_expected,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.update_pages", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every property notebook")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a page disagrees"
+    )
+    options = parser.parse_args(argv)
+    paths = [path.resolve() for path in options.notebooks] or property_notebooks()
+
+    failed = 0
+    for path, run in zip(paths, run_notebooks_sync(paths), strict=True):
+        notebook = read_notebook(path)
+        name = f"{relative(path)} ({run.seconds:.2f} s)"
+        if run.problems():
+            failed += 1
+            print(f"FAILED  {name}\n", file=sys.stderr)
+            print(mismatch(path, notebook, run), file=sys.stderr)
+            continue
+        if options.check:
+            report = mismatch(path, notebook, run)
+            stored = path.read_text(encoding="utf-8") == dumps(stored_form(notebook))
+            if report:
+                failed += 1
+                print(f"DIFFERS {name}\n\n{report}\n", file=sys.stderr)
+            elif not stored:
+                failed += 1
+                print(f"UNCLEAN {name}: stored with outputs or volatile metadata", file=sys.stderr)
+            else:
+                print(f"ok      {name}")
+            continue
+        try:
+            updated = dumps(stored_form(with_expected(notebook, expected_output_of(run))))
+        except PageFormatError as error:
+            failed += 1
+            print(f"FAILED  {name}: {error}", file=sys.stderr)
+            continue
+        if updated == path.read_text(encoding="utf-8"):
+            print(f"same    {name}")
+        else:
+            path.write_text(updated, encoding="utf-8")
+            print(f"updated {name}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The docs check itself: that it fails when it should, and says where."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from scripts import update_pages
+from scripts.kernel import CellRun, NotebookRun, kernel_environment, run_notebooks_sync
+from scripts.normalization import NORMALIZATION_RULES
+from scripts.pages import (
+    NOTEBOOKS,
+    checked_name,
+    expected_block,
+    mismatch,
+    read_notebook,
+    unknown_names,
+    with_expected,
+)
+from scripts.site import rendered_block
+
+NOTEBOOK_02 = NOTEBOOKS / "propiedades" / "02_durabilidad.ipynb"
+
+
+def page(tmp_path: Path, name: str, *code: str, expected: str = "") -> Path:
+    """A small notebook with the shape of a page."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell(
+            f"# 99 · {name}\n\n## Lo que imprime\n\n```text\n{expected}```"
+        ),
+        *(nbformat.v4.new_code_cell(source) for source in code),
+    ]
+    for number, cell in enumerate(notebook.cells):
+        cell.id = f"celda-{number}"
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRun]:
+    """Three tiny notebooks, run in fresh kernels at once, with model variables set."""
+    folder = tmp_path_factory.mktemp("notebooks")
+    paths = [
+        page(
+            folder,
+            "entorno",
+            "import os\n"
+            "print(sorted(k for k in os.environ if k.startswith(('SYNAPTUM_', 'AXONIUM_'))))\n"
+            f"print(os.getcwd() == {str(folder)!r})",
+        ),
+        page(
+            folder,
+            "falla",
+            "print('antes')",
+            "raise ValueError('el saldo no cuadra')",
+            "print('nunca')",
+        ),
+        page(folder, "ruido", "import sys\nprint('a', file=sys.stderr)", "1 + 1"),
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9")
+        patch.setenv("AXONIUM_CLIENT_ID", "nadie")
+        runs = run_notebooks_sync(paths)
+    return {run.path.stem: run for run in runs}
+
+
+def test_kernels_run_in_the_notebook_folder_without_model_variables(small_runs) -> None:
+    run = small_runs["entorno"]
+    assert run.problems() == []
+    assert run.printed == "[]\nTrue\n"
+
+
+def test_a_notebook_that_raises_fails_and_shows_the_traceback(small_runs) -> None:
+    run = small_runs["falla"]
+    assert run.printed == "antes\n"  # the cells after the failure never ran
+    [problem] = run.problems()
+    assert problem.startswith('cell 2 (id "celda-2") raised:')
+    assert "ValueError: el saldo no cuadra" in problem
+    report = mismatch(run.path, read_notebook(run.path), run)
+    assert "cannot be checked: its run failed" in report and "el saldo no cuadra" in report
+
+
+def test_stderr_and_shown_values_are_problems_not_output(small_runs) -> None:
+    problems = small_runs["ruido"].problems()
+    assert len(problems) == 2
+    assert "wrote to stderr" in problems[0]
+    assert "shows a value (execute_result)" in problems[1]
+
+
+def test_the_kernel_environment_drops_every_model_variable() -> None:
+    env = kernel_environment({"SYNAPTUM_MODEL": "m", "AXONIUM_X": "1", "PATH": "/bin"})
+    assert env == {"PATH": "/bin"}
+
+
+def fake_run(path: Path, *stdout: str) -> NotebookRun:
+    cells = [
+        CellRun(index=4 + n, cell_id=f"c{n}", source="", stdout=text)
+        for n, text in enumerate(stdout)
+    ]
+    return NotebookRun(path, cells, seconds=0.0)
+
+
+def test_a_different_character_fails_with_a_diff_naming_page_notebook_and_cell() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    block = expected_block(notebook).text
+    lines = block.splitlines(keepends=True)
+    changed = lines[:6] + [lines[6].replace("herramienta ×1", "herramienta ×2")] + lines[7:]
+    report = mismatch(
+        NOTEBOOK_02, notebook, fake_run(NOTEBOOK_02, "".join(lines[:5]), "".join(changed[5:]))
+    )
+    assert report is not None
+    assert "Page «02 · Matar el proceso" in report
+    assert "(propiedades/02_durabilidad/)" in report
+    assert "notebooks/propiedades/02_durabilidad.ipynb" in report
+    assert 'First difference at output line 7, printed by cell 5 (id "c1")' in report
+    assert "-               modelo ×1 · herramienta ×1\n" in report
+    assert "+               modelo ×1 · herramienta ×2\n" in report
+    assert "python -m scripts.update_pages" in report
+
+
+def test_the_update_command_rewrites_exactly_the_changed_character(tmp_path: Path) -> None:
+    # A copy of the tree the notebook needs: itself, and comun.py one folder up.
+    (tmp_path / "propiedades").mkdir()
+    shutil.copy(NOTEBOOKS / "comun.py", tmp_path / "comun.py")
+    copy = tmp_path / "propiedades" / NOTEBOOK_02.name
+    original = NOTEBOOK_02.read_text(encoding="utf-8")
+    broken = original.replace("journal: 4 eventos", "journal: 5 eventos", 1)
+    assert broken != original
+    copy.write_text(broken, encoding="utf-8")
+
+    assert update_pages.main(["--check", str(copy)]) == 1
+    assert update_pages.main([str(copy)]) == 0
+    repaired = copy.read_text(encoding="utf-8")
+    assert repaired == original
+    changes = [
+        line
+        for line in difflib.ndiff(broken.splitlines(), repaired.splitlines())
+        if line.startswith(("-", "+"))
+    ]
+    assert len(changes) == 2 and "5 eventos" in changes[0] and "4 eventos" in changes[1]
+
+
+def test_the_block_can_hold_any_output() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    for printed in ["", "\n", "\n  sangrado\n\n", "```\nuna valla\n```\n", "a\tb  \n"]:
+        assert expected_block(with_expected(notebook, printed)).text == printed
+
+
+def test_the_rendered_text_is_what_a_browser_shows() -> None:
+    html = (
+        '<h2 id="x">Lo que imprime<a class="anchor-link" href="#x">¶</a></h2>'
+        "<pre>\nprimera &amp; <span>segunda</span>\n</pre><pre>otra</pre>"
+    )
+    assert rendered_block(html) == "primera & segunda\n"
+    assert rendered_block("<h2>Lo que imprime</h2><pre><code>\n\n dos</code></pre>") == "\n\n dos"
+    assert rendered_block("<h2>Otra cosa</h2><pre>x</pre>") is None
+
+
+@pytest.mark.parametrize(
+    ("span", "counted"),
+    [
+        ("Session", "Session"),
+        ("FinalStep.output", "FinalStep.output"),
+        ("SqliteCheckpointer(almacen)", "SqliteCheckpointer"),
+        ("synaptum_lite.testing.says", "synaptum_lite.testing.says"),
+        ("SYNAPTUM_BASE_URL", None),
+        ("agente.run", None),
+        ("runs.db", None),
+        ("_Cortado", None),
+        ("Exception", None),
+        ("ES91 2100 0418 45", None),
+    ],
+)
+def test_which_backticked_spans_count_as_names_of_the_package(span: str, counted) -> None:
+    assert checked_name(span, own_classes=set()) == counted
+
+
+def test_a_name_the_package_lacks_is_reported() -> None:
+    text = (
+        "`Agent.run`, `Role.TOOL`, `FinalStep.output`, `Agent.resume`, `Sesion` y `Sesion` otra vez"
+    )
+    assert unknown_names(text) == ["Agent.resume", "Sesion"]
+    assert unknown_names("`Cortado`", own_code="class Cortado(Exception): ...") == []
+
+
+def test_every_normalization_rule_says_why() -> None:
+    for rule in NORMALIZATION_RULES:
+        assert rule.why.strip(), f"normalisation rule {rule.name!r} does not say why it exists"
