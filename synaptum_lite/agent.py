@@ -123,39 +123,51 @@ class Agent:
             if closed is not None:
                 yield self._typed(closed)
                 return
-            context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
-            usage = Usage(0, 0, 0)
-            for _turn in range(self.max_steps):
-                async for event in self._model_step(journal, session, context, streaming):
-                    yield event
-                response: ModelResponse = event.response
-                usage += response.usage
-                context.add_response(response)
-                for call in response.tool_calls:
-                    async for event in self._tool_step(journal, session, call):
+            try:
+                # closing this generator closes the step that is running, at once (a stream
+                # stops upstream), instead of leaving it to the garbage collector
+                async with contextlib.aclosing(self._turns(journal, session, task, streaming)) as turns:
+                    async for event in turns:
                         yield event
-                    context.add_result(call, event.result)
-                if response.tool_calls:
-                    continue
-                output, problem = self._read_output(response.text)
-                if problem is not None:
-                    context.add_feedback(problem)
-                    continue
-                final_id, _ = journal.next_step("final")
-                final = FinalStep(
-                    run_id=session.run_id, step_id=final_id, text=response.text, output=output, usage=usage
-                )
-                await journal.write(final)
-                yield final
-                return
-            raise StepLimitExceeded(session.run_id, self.max_steps, event.step_id)
+            finally:
+                await journal.flush()
+
+    async def _turns(self, journal: Journal, session: Session, task: str, streaming: bool) -> AsyncIterator[Any]:
+        context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
+        usage = Usage(0, 0, 0)
+        for _turn in range(self.max_steps):
+            async with contextlib.aclosing(self._model_step(journal, session, context, streaming)) as step:
+                async for event in step:
+                    yield event
+            response: ModelResponse = event.response
+            usage += response.usage
+            context.add_response(response)
+            for call in response.tool_calls:
+                async for event in self._tool_step(journal, session, call):
+                    yield event
+                context.add_result(call, event.result)
+            if response.tool_calls:
+                continue
+            output, problem = self._read_output(response.text)
+            if problem is not None:
+                context.add_feedback(problem)
+                continue
+            final_id, _ = journal.next_step("final")
+            final = FinalStep(
+                run_id=session.run_id, step_id=final_id, text=response.text, output=output, usage=usage
+            )
+            await journal.write(final)
+            yield final
+            return
+        raise StepLimitExceeded(session.run_id, self.max_steps, event.step_id)
+
 
     async def _model_step(
         self, journal: Journal, session: Session, context: Context, streaming: bool
     ) -> AsyncIterator[Any]:
         step_id, history = journal.next_step("model")
         request = ModelRequest(self.model, tuple(context.messages), self._specs)
-        fingerprint = request.fingerprint()
+        fingerprint = context.fingerprint(self.model, self._specs)
         recorded = history and (history.completed or history.attempted)
         if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
             raise ReplayDivergence(
@@ -168,7 +180,7 @@ class Agent:
         attempted = ModelStep(
             run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, fingerprint=fingerprint
         )
-        await journal.write(attempted)
+        journal.defer(attempted)  # written with the completed event: see Journal.defer
         yield attempted
         response: ModelResponse | None = None
         for call_number in range(1, session.retry.max_attempts + 1):
@@ -223,7 +235,10 @@ class Agent:
                 raise UncertainEffect(session.run_id, step_id, call.name, call.arguments)
             attempt = history.attempt + 1
         attempted = ToolStep(run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, call=call)
-        await journal.write(attempted)
+        if tool is not None and not tool.idempotent:
+            await journal.write(attempted)  # write-ahead: on disk before the effect can happen
+        else:
+            journal.defer(attempted)  # running it twice is safe, so the record can wait
         yield attempted
         result = await self._execute(session, tool, call, ToolContext(session.run_id, step_id, attempt))
         completed = ToolStep(

@@ -61,10 +61,10 @@ class ModelStep(Step):
     response: ModelResponse | None = None
 
     def payload(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"fp": self.fingerprint}
-        if self.response is not None:
-            data["response"] = self.response.to_json()
-        return data
+        # what the attempted event journaled is not repeated by the completed one
+        if self.phase is Phase.ATTEMPTED or self.response is None:
+            return {"fp": self.fingerprint}
+        return self.response.to_json()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,9 +77,10 @@ class ToolStep(Step):
     decision: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"call": self.call.to_json()}
+        # the call is journaled once, by the attempted event
+        data: dict[str, Any] = {"call": self.call.to_json()} if self.phase is Phase.ATTEMPTED else {}
         if self.result is not None:
-            data["result"] = self.result.to_json()
+            data.update(self.result.to_json())
         if self.decision is not None:
             data["decision"] = self.decision
         return data
@@ -134,37 +135,51 @@ def encode(event: Step) -> tuple[str, str, int, str]:
     return event.step_id, event.phase.value, event.attempt, data
 
 
-def decode(run_id: str, record: Record) -> Step:
-    """Rebuild an event from its stored form. Raises `CorruptJournal` when it cannot."""
+def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
+    """Rebuild an event from its stored form. Raises `CorruptJournal` when it cannot.
+
+    A completed or resolved model or tool event needs its step's `attempted` event, which
+    holds what it does not repeat (the fingerprint, the call).
+    """
     try:
         kind = record.step_id.split("-", 1)[1]
         cls = KINDS[kind]
         data = json.loads(record.data)
         phase = Phase(record.phase)
-        common = {"run_id": run_id, "step_id": record.step_id, "attempt": record.attempt}
+        common = {"run_id": run_id, "step_id": record.step_id, "attempt": record.attempt, "phase": phase}
+        if cls is FinalStep:
+            return FinalStep(
+                **common,
+                text=data.get("text"),
+                output=data.get("text"),
+                reason=data.get("reason"),
+                usage=Usage.from_json(data.get("usage", {})),
+            )
+        if phase is not Phase.ATTEMPTED and attempted is None:
+            raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
         if cls is ModelStep:
-            response = data.get("response")
-            return ModelStep(
-                **common,
-                phase=phase,
-                fingerprint=data["fp"],
-                response=ModelResponse.from_json(response) if response is not None else None,
-            )
-        if cls is ToolStep:
-            result = data.get("result")
-            return ToolStep(
-                **common,
-                phase=phase,
-                call=ToolCall.from_json(data["call"]),
-                result=ToolResult.from_json(result) if result is not None else None,
-                decision=data.get("decision"),
-            )
-        return FinalStep(
+            if phase is Phase.ATTEMPTED:
+                return ModelStep(**common, fingerprint=data["fp"])
+            assert isinstance(attempted, ModelStep)
+            return ModelStep(**common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data))
+        call = ToolCall.from_json(data["call"]) if phase is Phase.ATTEMPTED else attempted.call  # type: ignore[union-attr]
+        return ToolStep(
             **common,
-            text=data.get("text"),
-            output=data.get("text"),
-            reason=data.get("reason"),
-            usage=Usage.from_json(data.get("usage", {})),
+            call=call,
+            result=ToolResult.from_json(data) if "content" in data else None,
+            decision=data.get("decision"),
         )
-    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
+
+
+def decode_all(run_id: str, records: list[Record]) -> list[Step]:
+    """Rebuild a run's events in order, each completed event joined to its attempted one."""
+    attempted: dict[str, Step] = {}
+    events = []
+    for record in records:
+        event = decode(run_id, record, attempted.get(record.step_id))
+        if event.phase is Phase.ATTEMPTED:
+            attempted[record.step_id] = event
+        events.append(event)
+    return events

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import JournalError, RunBusy
-from .events import FinalStep, Record, Step, decode, encode
+from .events import FinalStep, Record, Step, decode, decode_all, encode
 
 FORMAT_VERSION = 1
 """The journal format this version writes and the newest it reads."""
@@ -70,7 +70,7 @@ class Checkpointer(Protocol):
 
 async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
     """Every event of the run, decoded, in position order."""
-    return [decode(run_id, record) for record in await checkpointer.records(run_id)]
+    return decode_all(run_id, await checkpointer.records(run_id))
 
 
 # ── one driver per run, inside this process ────────────────────────────────────────────────

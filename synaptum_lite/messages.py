@@ -149,18 +149,40 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
 
     def fingerprint(self) -> str:
-        """A short stable hash of the request, journaled to verify re-derivation."""
-        canonical = json.dumps(
-            {
-                "model": self.model,
-                "messages": [m.to_json() for m in self.messages],
-                "tools": [t.to_json() for t in self.tools],
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+        """A short stable hash of the request, journaled to verify re-derivation.
+
+        Equal to what a `ContextDigest` fed the same messages computes incrementally.
+        """
+        digest = ContextDigest()
+        for message in self.messages:
+            digest.add(message)
+        return digest.fingerprint(self.model, self.tools)
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class ContextDigest:
+    """A running hash of a context's messages: each message is hashed once, when added.
+
+    A request's fingerprint chains the messages' hashes and then the model and the tools, so
+    fingerprinting turn n costs O(what turn n added), not O(the whole context).
+    """
+
+    def __init__(self) -> None:
+        self._chain = hashlib.sha256(b"synaptum-context-1")
+        self._tools: tuple[tuple[ToolSpec, ...], bytes] | None = None
+
+    def add(self, message: Message) -> None:
+        self._chain.update(hashlib.sha256(_canonical(message.to_json())).digest())
+
+    def fingerprint(self, model: str, tools: tuple[ToolSpec, ...]) -> str:
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, _canonical({"model": model, "tools": [t.to_json() for t in tools]}))
+        chain = self._chain.copy()
+        chain.update(model.encode() + b"\0" + self._tools[1])
+        return chain.hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)

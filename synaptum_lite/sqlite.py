@@ -23,6 +23,7 @@ import os
 import sqlite3
 import struct
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -33,26 +34,33 @@ from .journal import FORMAT_VERSION, RunState, holding
 
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS synaptum_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
+# The file says what it is: `application_id` marks a synaptum_lite journal and
+# `user_version` is its format. Events live in a rowid table (rows of a kilobyte or more
+# pack well there) whose rowid is `run << 32 | seq`: a run's journal is one contiguous range
+# of the table, read in order with no index, and the final event is one lookup
+# (`runs.final_event`). The only index is the event key, which makes appending an already
+# journaled event a no-op. `data` is JSON text, or zlib-compressed JSON (a BLOB) when that
+# saves at least a tenth of a record of 256 bytes or more.
+APPLICATION_ID = 0x53594E4C  # "SYNL"
+_SCHEMA = (
+    """CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL UNIQUE,
     header TEXT NOT NULL,
     next_seq INTEGER NOT NULL DEFAULT 0,
-    final_seq INTEGER
-);
-CREATE TABLE IF NOT EXISTS events (
-    run INTEGER NOT NULL REFERENCES runs (id),
-    seq INTEGER NOT NULL,
+    final_event INTEGER
+)""",
+    """CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    run INTEGER NOT NULL,
     step_id TEXT NOT NULL,
     phase TEXT NOT NULL,
     attempt INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run, seq),
+    data NOT NULL,
     UNIQUE (run, step_id, phase, attempt)
-) WITHOUT ROWID;
-"""
+)""",
+)
+_COMPRESS_FROM = 256
 
 _OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
 
@@ -149,24 +157,29 @@ class SqliteCheckpointer:
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         try:
+            application_id, version = (
+                connection.execute("PRAGMA application_id").fetchone()[0],
+                connection.execute("PRAGMA user_version").fetchone()[0],
+            )
             tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as exc:
             raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
-        if tables and "synaptum_meta" not in tables:
-            raise NotAJournal(self.path.name, f"it holds other tables: {', '.join(sorted(tables))}")
-        if "synaptum_meta" in tables:
-            row = connection.execute("SELECT value FROM synaptum_meta WHERE key='format'").fetchone()
-            found = int(row[0]) if row else 0
-            if found > FORMAT_VERSION:
-                raise UnsupportedFormat(self.path.name, found, FORMAT_VERSION)
+        if application_id != APPLICATION_ID and (tables or application_id):
+            what = f"it holds other tables: {', '.join(sorted(tables))}" if tables else "another application's id"
+            raise NotAJournal(self.path.name, what)
+        if version > FORMAT_VERSION:
+            raise UnsupportedFormat(self.path.name, version, FORMAT_VERSION)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute(f"PRAGMA synchronous={self.durability.upper()}")
         connection.execute("PRAGMA busy_timeout=5000")
-        if "synaptum_meta" not in tables:
-            connection.executescript(_SCHEMA)  # IF NOT EXISTS: safe when two processes race
-            connection.execute(
-                "INSERT OR IGNORE INTO synaptum_meta VALUES ('format', ?)", (str(FORMAT_VERSION),)
-            )
+        if application_id != APPLICATION_ID:
+            connection.execute("BEGIN IMMEDIATE")  # two processes creating one file: one wins
+            if connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                connection.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            connection.execute("COMMIT")
 
     def _close(self, _connection: sqlite3.Connection | None = None) -> None:
         if self._connection is not None:
@@ -175,16 +188,13 @@ class SqliteCheckpointer:
 
     @staticmethod
     def _load(connection: sqlite3.Connection, run_id: str) -> tuple[Any, Any]:
-        row = connection.execute(
-            "SELECT header, next_seq, final_seq, id FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
+        row = connection.execute("SELECT header, next_seq, final_event FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None or row[2] is None:
             return row, None
         final = connection.execute(
-            "SELECT seq, step_id, phase, attempt, data FROM events WHERE run = ? AND seq = ?",
-            (row[3], row[2]),
+            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id = ?", (row[2],)
         ).fetchone()
-        return row, Record(*final)
+        return row, _record(final)
 
     @staticmethod
     def _start(connection: sqlite3.Connection, run_id: str, header: str) -> None:
@@ -198,19 +208,19 @@ class SqliteCheckpointer:
             if row is None:
                 raise JournalError(f"run {run_id!r} was never started; call start() first")
             run, seq = row
-            final_seq = None
+            final_event = None
             for step_id, phase, attempt, data in encoded:
-                inserted = connection.execute(
+                cursor = connection.execute(
                     "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                    (run, seq, step_id, phase, attempt, data),
-                ).rowcount
-                if inserted:
+                    (run << 32 | seq, run, step_id, phase, attempt, _pack(data)),
+                )
+                if cursor.rowcount:
                     if step_id.endswith("-final"):
-                        final_seq = seq
+                        final_event = cursor.lastrowid
                     seq += 1
             connection.execute(
-                "UPDATE runs SET next_seq = ?, final_seq = coalesce(?, final_seq) WHERE id = ?",
-                (seq, final_seq, run),
+                "UPDATE runs SET next_seq = ?, final_event = coalesce(?, final_event) WHERE id = ?",
+                (seq, final_event, run),
             )
             connection.execute("COMMIT")
         except BaseException:
@@ -220,9 +230,29 @@ class SqliteCheckpointer:
 
     @staticmethod
     def _records(connection: sqlite3.Connection, run_id: str) -> list[Record]:
+        row = connection.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return []
         rows = connection.execute(
-            "SELECT seq, step_id, phase, attempt, data FROM events"
-            " WHERE run = (SELECT id FROM runs WHERE run_id = ?) ORDER BY seq",
-            (run_id,),
+            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id BETWEEN ? AND ? ORDER BY id",
+            (row[0] << 32, row[0] << 32 | 0xFFFFFFFF),
         ).fetchall()
-        return [Record(*row) for row in rows]
+        return [_record(row) for row in rows]
+
+
+def _pack(data: str) -> str | bytes:
+    if len(data) < _COMPRESS_FROM:
+        return data
+    raw = data.encode()
+    packed = zlib.compress(raw, 1)
+    return packed if len(packed) * 10 <= len(raw) * 9 else data
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    seq, step_id, phase, attempt, data = row
+    if isinstance(data, bytes):
+        try:
+            data = zlib.decompress(data).decode()
+        except (zlib.error, UnicodeDecodeError) as exc:
+            data = f"<undecodable: {exc}>"  # decode() turns this into CorruptJournal with the seq
+    return Record(seq, step_id, phase, attempt, data)

@@ -17,7 +17,7 @@ from typing import Any, Union
 
 from .errors import ConfigurationError
 from .gateway import LocalGateway
-from .messages import ModelRequest, ModelResponse, ToolCall, Usage
+from .messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from .tools import Tool
 
 ScriptItem = Union[ModelResponse, Callable[[ModelRequest], ModelResponse], BaseException]
@@ -55,6 +55,7 @@ class ScriptedGateway(LocalGateway):
         self.chunks_emitted = 0
         self.stream_closed = False
         self.requests: list[ModelRequest] = []
+        self._measured: tuple[Message | None, int, int] = (None, 0, 0)  # last message, count, characters
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -72,7 +73,28 @@ class ScriptedGateway(LocalGateway):
             raise ConfigurationError(
                 f"script item {position} returned {response!r}; a responder returns says(...) or calls(...)"
             )
-        return _complete_response(response, request)
+        return self._complete_response(response, request)
+
+    def _complete_response(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        """Give scripted tool calls deterministic ids and the answer a measured usage."""
+        position = len(request.messages)
+        tool_calls = tuple(
+            call if call.id else ToolCall(f"call_{position}_{index}", call.name, call.arguments)
+            for index, call in enumerate(response.tool_calls)
+        )
+        answered = len(response.text or "") + sum(len(str(c.arguments)) for c in tool_calls)
+        usage = response.usage if response.usage.measured else Usage(_tokens(self._sent(request)), _tokens(answered))
+        return ModelResponse(text=response.text, tool_calls=tool_calls, usage=usage)
+
+    def _sent(self, request: ModelRequest) -> int:
+        """Characters sent, counting only the messages added since the previous request."""
+        last, count, characters = self._measured
+        messages = request.messages
+        if not (0 < count <= len(messages) and messages[count - 1] is last):
+            count, characters = 0, 0
+        characters += sum(_characters(m) for m in messages[count:])
+        self._measured = (messages[-1] if messages else None, len(messages), characters)
+        return characters
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         response = await self._complete(request)
@@ -89,17 +111,8 @@ class ScriptedGateway(LocalGateway):
                 self.stream_closed = True
 
 
-def _complete_response(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """Give scripted tool calls deterministic ids and the answer a measured usage."""
-    position = len(request.messages)
-    tool_calls = tuple(
-        call if call.id else ToolCall(f"call_{position}_{index}", call.name, call.arguments)
-        for index, call in enumerate(response.tool_calls)
-    )
-    sent = sum(len(m.content or "") + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages)
-    answered = len(response.text or "") + sum(len(str(c.arguments)) for c in tool_calls)
-    usage = response.usage if response.usage.measured else Usage(_tokens(sent), _tokens(answered))
-    return ModelResponse(text=response.text, tool_calls=tool_calls, usage=usage)
+def _characters(message: Message) -> int:
+    return len(message.content or "") + sum(len(str(c.arguments)) for c in message.tool_calls)
 
 
 def _tokens(characters: int) -> int:

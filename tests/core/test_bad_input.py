@@ -55,12 +55,12 @@ def test_a_journal_of_a_newer_format_is_refused_untouched(tmp_path: Path):
     path = tmp_path / "runs.db"
     finish(path)
     with sqlite3.connect(path) as connection:
-        connection.execute("UPDATE synaptum_meta SET value = '99' WHERE key = 'format'")
+        connection.execute("PRAGMA user_version = 99")
     with pytest.raises(UnsupportedFormat) as error:
         run(SqliteCheckpointer(path).load("r"))
     assert (error.value.found, error.value.supported) == (99, 1)
     with sqlite3.connect(path) as connection:
-        connection.execute("UPDATE synaptum_meta SET value = '1' WHERE key = 'format'")
+        connection.execute("PRAGMA user_version = 1")
     assert run(SqliteCheckpointer(path).load("r")).final.output == "hecho"
 
 
@@ -71,7 +71,7 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
     with sqlite3.connect(path) as connection:
         header = '{"format": 1, "agent": %s, "task": "t"}' % json.dumps(agent.configuration)
         connection.execute("INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,))
-        connection.execute("INSERT INTO events VALUES (1, 0, '000000-model', 'completed', 1, '{not json')")
+        connection.execute("INSERT INTO events VALUES (1 << 32, 1, '000000-model', 'attempted', 1, '{not json')")
     with pytest.raises(CorruptJournal) as error:
         run(_consume(agent.run("t", session=Session("r", ScriptedGateway([]), SqliteCheckpointer(path)))))
     assert (error.value.run_id, error.value.seq) == ("r", 0)

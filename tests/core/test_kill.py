@@ -9,7 +9,6 @@ a file that survives the kill.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from synaptum_lite import Phase, SqliteCheckpointer, load_events
+from synaptum_lite import FinalStep, ModelStep, Phase, SqliteCheckpointer, ToolStep, load_events
 
 from .agents import ANSWER
 
@@ -36,13 +35,16 @@ def child(tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[st
     )
 
 
-def completed_steps(tmp: Path, run_id: str) -> list[tuple[str, str]]:
+def completed_steps(tmp: Path, run_id: str) -> list[tuple[str, object]]:
+    """Each completed step and what it recorded: the model's answer (and the fingerprint of
+    the context it answered), the tool's result, the final text."""
     events = asyncio.run(load_events(SqliteCheckpointer(tmp / "runs.db"), run_id))
-    return [
-        (e.step_id, json.dumps(e.payload().get("result") or e.payload().get("text") or e.payload()["response"]))
-        for e in events
-        if e.phase is Phase.COMPLETED and e.kind != "model"
-    ] + [(e.step_id, e.fingerprint) for e in events if e.phase is Phase.COMPLETED and e.kind == "model"]
+    recorded = {
+        ModelStep: lambda e: (e.fingerprint, e.response),
+        ToolStep: lambda e: e.result,
+        FinalStep: lambda e: e.text,
+    }
+    return [(e.step_id, recorded[type(e)](e)) for e in events if e.phase is Phase.COMPLETED]
 
 
 def effects(tmp: Path, run_id: str) -> Counter[str]:
