@@ -1,0 +1,443 @@
+"""The OpenAI-compatible HTTP model: chat completions, tool calls and SSE streaming over httpx.
+
+Needs the `http` extra (`pip install 'synaptum-lite[http]'`). Any server that speaks
+`POST {base_url}/chat/completions` works: llama.cpp's `llama-server`, vLLM, Ollama, a hosted API.
+
+Failures are classified once, here, into `ProviderError`:
+
+    timeout, connection refused or dropped (also mid-stream)  retryable
+    429, 408, 5xx                                              retryable, `Retry-After` parsed
+    any other 4xx (401, 403, 404, 400 ...)                     not retryable
+    a body or an SSE event that is not the protocol            not retryable
+
+Retrying is the loop's job (`Session.retry`), never this module's. The API key is sent in one
+header and nowhere else: it is not an attribute a `repr` shows, and every message this module
+builds passes through `_redact`, so neither an error, a log line nor a journal can carry it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigurationError, ProviderError
+from .gateway import LocalGateway
+from .messages import Message, ModelRequest, ModelResponse, Role, ToolCall, Usage
+from .tools import Tool
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - exercised by the install message only
+    httpx = None  # type: ignore[assignment]
+
+ENV_BASE_URL = "SYNAPTUM_BASE_URL"
+ENV_API_KEY = "SYNAPTUM_API_KEY"
+ENV_MODEL = "SYNAPTUM_MODEL"
+
+#: How much of an error body an exception message quotes.
+BODY_EXCERPT = 300
+
+
+class OpenAICompatibleGateway(LocalGateway):
+    """A model behind an OpenAI-compatible `/chat/completions` endpoint; tools run locally.
+
+    `base_url` is the API root, up to and including `/v1` (`http://127.0.0.1:8080/v1`).
+    The model name sent is the request's (the agent's `model`); `model` here is used only
+    when a request carries none. `api_key`, when given, is sent as `Authorization: Bearer`.
+    `timeout` bounds each read (seconds); connecting has its own short bound.
+
+    Tool-call arguments that are not valid JSON do not raise: the `ToolCall` carries the raw
+    text as its `arguments` (a `str`), which the loop turns into an error result the model
+    reads in its next turn. Usage the server does not report stays `None` (not measured).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        tools: Iterable[Tool] | None = None,
+        transport: Any = None,
+    ) -> None:
+        if httpx is None:
+            raise ConfigurationError(
+                "OpenAICompatibleGateway needs httpx, which is not installed; "
+                "install the extra: pip install 'synaptum-lite[http]' (or uv sync --extra http)"
+            )
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"base_url must start with http:// or https://, got {_without_userinfo(base_url)!r}"
+            )
+        super().__init__(tools=tools)
+        self.base_url = _without_userinfo(base_url.rstrip("/"))
+        self.model = model
+        self.timeout = timeout
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key or None
+        self._transport = transport
+
+    @classmethod
+    def from_env(
+        cls, *, tools: Iterable[Tool] | None = None, environ: Mapping[str, str] | None = None
+    ) -> OpenAICompatibleGateway:
+        """Build the gateway from `SYNAPTUM_BASE_URL`, `SYNAPTUM_API_KEY`, `SYNAPTUM_MODEL`.
+
+        Raises `ConfigurationError` when `SYNAPTUM_BASE_URL` is not set.
+        """
+        env = os.environ if environ is None else environ
+        base_url = env.get(ENV_BASE_URL, "").strip()
+        if not base_url:
+            raise ConfigurationError(
+                f"{ENV_BASE_URL} is not set; export the server's API root, "
+                "for example http://127.0.0.1:8080/v1"
+            )
+        return cls(
+            base_url,
+            model=env.get(ENV_MODEL) or None,
+            api_key=env.get(ENV_API_KEY) or None,
+            tools=tools,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    # ── the two model calls ─────────────────────────────────────────────────────────────────
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        payload = self._payload(request, stream=False)
+        async with self._client() as client:
+            try:
+                response = await client.post(self._url, json=payload)
+            except httpx.TimeoutException as exc:
+                raise self._transport_error("timed out", exc) from None
+            except httpx.TransportError as exc:
+                raise self._transport_error("could not be reached", exc) from None
+            if response.is_error:
+                raise self._status_error(response)
+            try:
+                body = response.json()
+            except ValueError:
+                raise self._protocol_error(
+                    "answered with a body that is not JSON", response.text
+                ) from None
+        return self._read_completion(body)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        payload = self._payload(request, stream=True)
+        # The `async with` blocks are what make `aclose()` stop generation upstream: closing
+        # this generator unwinds them, which closes the response and its connection, and a
+        # server stops generating when its client goes away.
+        async with self._client() as client:
+            try:
+                async with client.stream("POST", self._url, json=payload) as response:
+                    if response.is_error:
+                        await response.aread()
+                        raise self._status_error(response)
+                    assembly = _StreamAssembly()
+                    async for data in _sse_data(response.aiter_lines()):
+                        if data == "[DONE]":
+                            assembly.done = True
+                            break
+                        try:
+                            event = json.loads(data)
+                        except ValueError:
+                            raise self._protocol_error(
+                                "sent an SSE event that is not JSON", data
+                            ) from None
+                        if not isinstance(event, dict):
+                            raise self._protocol_error(
+                                "sent an SSE event that is not an object", data
+                            )
+                        if "error" in event:
+                            raise self._in_band_error(event["error"])
+                        fragment = assembly.feed(event)
+                        if fragment:
+                            yield fragment
+            except httpx.TimeoutException as exc:
+                raise self._transport_error("timed out while streaming", exc) from None
+            except httpx.TransportError as exc:
+                raise self._transport_error("dropped the connection while streaming", exc) from None
+        if not assembly.complete:
+            raise ProviderError(
+                f"the model server at {self.base_url} ended the stream before it was complete "
+                "(no finish_reason and no [DONE]); the call can be made again",
+                retryable=True,
+            )
+        yield assembly.response()
+
+    # ── wire format ─────────────────────────────────────────────────────────────────────────
+
+    def _client(self) -> httpx.AsyncClient:
+        # One client per call: a client's pool belongs to one event loop, and notebooks and
+        # scripts may drive the same gateway from several (`asyncio.run` per round).
+        headers = {"Accept": "application/json"}
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=10.0),
+            transport=self._transport,
+        )
+
+    def _payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": request.model or self.model or "",
+            "messages": [_wire_message(m) for m in request.messages],
+        }
+        if request.tools:
+            payload["tools"] = [
+                {"type": "function", "function": t.to_json()} for t in request.tools
+            ]
+        if stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    def _read_completion(self, body: Any) -> ModelResponse:
+        try:
+            message = body["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise self._protocol_error(
+                "answered without choices[0].message", json.dumps(body)
+            ) from None
+        calls = tuple(
+            _tool_call(index, raw.get("id"), raw.get("function") or {})
+            for index, raw in enumerate(message.get("tool_calls") or ())
+        )
+        return ModelResponse(
+            text=message.get("content") or None, tool_calls=calls, usage=_usage(body.get("usage"))
+        )
+
+    # ── errors ──────────────────────────────────────────────────────────────────────────────
+
+    def _redact(self, text: str) -> str:
+        if self._api_key:
+            text = text.replace(self._api_key, "[redacted]")
+        return text
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        status = response.status_code
+        retryable = status in (408, 429) or status >= 500
+        detail = _error_detail(response.text)
+        hint = {
+            401: "; check SYNAPTUM_API_KEY (the server refused the key, or none was sent)",
+            403: "; the key is valid but not allowed to use this model or endpoint",
+            404: "; check SYNAPTUM_BASE_URL (the API root, up to /v1) and SYNAPTUM_MODEL",
+        }.get(status, "")
+        retry_after = _retry_after(response.headers.get("Retry-After")) if retryable else None
+        wait = f", Retry-After {retry_after:g} s" if retry_after is not None else ""
+        message = (
+            f"the model server at {self.base_url} answered HTTP {status}{wait}: {detail}{hint}"
+        )
+        return ProviderError(
+            self._redact(message), retryable=retryable, status=status, retry_after=retry_after
+        )
+
+    def _transport_error(self, what: str, exc: Exception) -> ProviderError:
+        reason = str(exc) or type(exc).__name__
+        message = f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason})"
+        return ProviderError(self._redact(message), retryable=True)
+
+    def _protocol_error(self, what: str, raw: str) -> ProviderError:
+        message = (
+            f"the model server at {self.base_url} {what}: {_excerpt(raw)!r}; "
+            "is SYNAPTUM_BASE_URL an OpenAI-compatible API root?"
+        )
+        return ProviderError(self._redact(message), retryable=False)
+
+    def _in_band_error(self, error: Any) -> ProviderError:
+        status = error.get("code") if isinstance(error, dict) else None
+        status = status if isinstance(status, int) else None
+        retryable = status is not None and (status == 429 or status >= 500)
+        detail = _error_detail(json.dumps({"error": error}))
+        message = f"the model server at {self.base_url} failed while streaming: {detail}"
+        return ProviderError(self._redact(message), retryable=retryable, status=status)
+
+
+# ── helpers: pure functions of the wire format ───────────────────────────────────────────────
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    """A context message in the OpenAI chat format."""
+    wire: dict[str, Any] = {"role": message.role.value, "content": message.content}
+    if message.role is Role.ASSISTANT and message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _wire_arguments(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    if message.role is Role.TOOL:
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
+
+
+def _wire_arguments(arguments: Any) -> str:
+    # Unreadable arguments were kept as the model's raw text: send back exactly what it wrote.
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _tool_call(index: int, call_id: Any, function: Mapping[str, Any]) -> ToolCall:
+    """A wire tool call as a `ToolCall`; arguments that are not JSON stay the raw text."""
+    raw = function.get("arguments")
+    arguments: Any
+    if isinstance(raw, dict):
+        arguments = raw  # some servers send the object itself
+    elif raw is None or (isinstance(raw, str) and not raw.strip()):
+        arguments = {}
+    else:
+        try:
+            arguments = json.loads(raw)
+        except (TypeError, ValueError):
+            arguments = raw if isinstance(raw, str) else repr(raw)
+    # A server that omits the id gets a positional one, so a replay derives the same.
+    identifier = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
+    return ToolCall(id=identifier, name=str(function.get("name") or ""), arguments=arguments)
+
+
+def _usage(raw: Any) -> Usage:
+    """OpenAI usage as `Usage`; a counter the server does not report stays `None`."""
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=_count(raw.get("prompt_tokens")),
+        output_tokens=_count(raw.get("completion_tokens")),
+        cached_tokens=_count(cached),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """`Retry-After` as seconds: a number, or an HTTP date; `None` when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _error_detail(text: str) -> str:
+    """The server's own error message when it sent the usual `{"error": {"message": ...}}`."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return _excerpt(text) or "(empty body)"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return _excerpt(error["message"])
+    if isinstance(error, str):
+        return _excerpt(error)
+    return _excerpt(text)
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + " …"
+
+
+def _without_userinfo(url: str) -> str:
+    """The URL with any `user:password@` removed, fit to print."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = authority.rsplit("@", 1)[1]
+    return f"{scheme}://{authority}{slash}{path}"
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The `data` of each server-sent event (multi-line data joined); comments skipped."""
+    buffer: list[str] = []
+    async for line in lines:
+        if line == "":
+            if buffer:
+                yield "\n".join(buffer)
+                buffer = []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            buffer.append(value[1:] if value.startswith(" ") else value)
+    if buffer:
+        yield "\n".join(buffer)
+
+
+@dataclass
+class _StreamAssembly:
+    """What the chunks of one streamed completion add up to."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    finished: bool = False
+    done: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.finished or self.done
+
+    def feed(self, event: dict[str, Any]) -> str | None:
+        """Absorb one chunk; return its text fragment, if it carries one."""
+        if isinstance(event.get("usage"), dict):
+            self.usage = _usage(event["usage"])
+        fragment = None
+        for choice in event.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            if choice.get("finish_reason"):
+                self.finished = True
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.text.append(content)
+                fragment = content
+            for piece in delta.get("tool_calls") or ():
+                self._absorb(piece)
+        return fragment
+
+    def _absorb(self, piece: dict[str, Any]) -> None:
+        index = piece.get("index")
+        call = self.calls.setdefault(
+            index if isinstance(index, int) else 0, {"id": None, "name": "", "arguments": ""}
+        )
+        if piece.get("id") and not call["id"]:
+            call["id"] = piece["id"]
+        function = piece.get("function") or {}
+        if function.get("name"):
+            call["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            call["arguments"] += function["arguments"]
+
+    def response(self) -> ModelResponse:
+        calls = tuple(
+            _tool_call(position, call["id"], call)
+            for position, (_, call) in enumerate(sorted(self.calls.items()))
+        )
+        return ModelResponse(text="".join(self.text) or None, tool_calls=calls, usage=self.usage)

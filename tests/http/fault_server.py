@@ -1,0 +1,162 @@
+"""A local HTTP server that speaks just enough OpenAI chat-completions to fail on purpose.
+
+It listens on 127.0.0.1 only, in a thread with its own event loop, and answers each request
+from a named scenario: the first path segment (`http://127.0.0.1:PORT/<scenario>/v1`). A
+scenario is an async function `(exchange) -> None` that writes the whole response itself, so
+it can misbehave at the byte level: drop the connection mid-stream, send an event that is not
+JSON, stall. Every request is recorded (headers and JSON body) for the tests to inspect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+REASONS = {200: "OK", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error"}
+
+
+@dataclass
+class Exchange:
+    """One request, and the means to answer it."""
+
+    scenario: str
+    number: int  # 1 for the first request this scenario received
+    headers: dict[str, str]
+    body: Any
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    events_sent: int = 0
+
+    async def send_json(
+        self, status: int, body: Any, headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(body).encode()
+        head = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+        self._head(status, {**head, **(headers or {})})
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def start_sse(self) -> None:
+        self._head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+        await self.writer.drain()
+
+    async def send_event(self, data: Any) -> None:
+        """One SSE event, in its own HTTP chunk; `data` is JSON-encoded unless it is a str."""
+        text = data if isinstance(data, str) else json.dumps(data)
+        payload = f"data: {text}\n\n".encode()
+        self.writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        await self.writer.drain()
+        self.events_sent += 1
+
+    async def end_sse(self) -> None:
+        self.writer.write(b"0\r\n\r\n")
+        await self.writer.drain()
+
+    def drop(self) -> None:
+        """Cut the connection at once, mid-whatever (a TCP reset)."""
+        self.writer.transport.abort()
+
+    def _head(self, status: int, headers: dict[str, str]) -> None:
+        lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}"]
+        lines += [f"{name}: {value}" for name, value in {**headers, "Connection": "close"}.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+
+
+Scenario = Callable[[Exchange], Awaitable[None]]
+
+
+class FaultServer:
+    """Start with `start()`, stop with `stop()`; `url(scenario)` is a base URL for a gateway."""
+
+    def __init__(self, scenarios: dict[str, Scenario]) -> None:
+        self.scenarios = dict(scenarios)
+        self.requests: list[Exchange] = []
+        self._counts: dict[str, int] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    def start(self) -> FaultServer:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._handle, "127.0.0.1", 0), self._loop
+        )
+        self._server = future.result(timeout=5)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        async def close() -> None:
+            assert self._server is not None
+            self._server.close()
+            # Handlers still running (a stalled scenario) end here, not with the loop.
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    def url(self, scenario: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{scenario}/v1"
+
+    def last(self, scenario: str) -> Exchange:
+        return [r for r in self.requests if r.scenario == scenario][-1]
+
+    def wait_disconnected(self, exchange: Exchange, timeout: float) -> bool:
+        """Whether the client closed the connection of `exchange` within `timeout` seconds."""
+
+        async def wait() -> bool:
+            try:
+                await asyncio.wait_for(exchange.disconnected.wait(), timeout)
+            except TimeoutError:
+                return False
+            return True
+
+        return asyncio.run_coroutine_threadsafe(wait(), self._loop).result(timeout + 5)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+            return
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in header_lines:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        path = request_line.split(" ")[1]
+        scenario = path.strip("/").split("/")[0]
+        self._counts[scenario] = self._counts.get(scenario, 0) + 1
+        exchange = Exchange(
+            scenario, self._counts[scenario], headers, json.loads(raw or b"null"), reader, writer
+        )
+        self.requests.append(exchange)
+        watcher = asyncio.create_task(self._watch(exchange))
+        try:
+            await self.scenarios[scenario](exchange)
+        except ConnectionError:
+            pass  # the client went away: that is what some tests are about
+        finally:
+            watcher.cancel()
+            writer.close()
+
+    @staticmethod
+    async def _watch(exchange: Exchange) -> None:
+        try:
+            while await exchange.reader.read(1024):
+                pass
+        except ConnectionError:
+            pass
+        exchange.disconnected.set()

@@ -1,0 +1,381 @@
+"""The OpenAI-compatible HTTP gateway against a local server that fails on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+pytest.importorskip("httpx", reason="the HTTP gateway needs the `http` extra")
+
+from synaptum_lite import (  # noqa: E402
+    Agent,
+    FinalStep,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    RetryPolicy,
+    Role,
+    Session,
+    SqliteCheckpointer,
+    ToolCall,
+    Usage,
+    tool,
+)
+from synaptum_lite.errors import ConfigurationError  # noqa: E402
+from synaptum_lite.http import OpenAICompatibleGateway, _retry_after  # noqa: E402
+
+from .conftest import KEY, USAGE  # noqa: E402
+from .fault_server import FaultServer  # noqa: E402
+
+RUNS = {"consultar_saldo": 0}
+
+
+@tool
+async def consultar_saldo(cuenta: Annotated[str, "IBAN de la cuenta"]) -> str:
+    """Consulta el saldo de una cuenta."""
+    RUNS["consultar_saldo"] += 1
+    return f"{cuenta}: 4.200,00 €"
+
+
+def request() -> ModelRequest:
+    return ModelRequest(
+        "modelo-x",
+        (Message(Role.SYSTEM, "Eres un cajero."), Message(Role.USER, "¿Saldo de ES91?")),
+        (consultar_saldo.spec,),
+    )
+
+
+def gateway(server: FaultServer, scenario: str, **options: Any) -> OpenAICompatibleGateway:
+    return OpenAICompatibleGateway(server.url(scenario), api_key=KEY, **options)
+
+
+def complete(server: FaultServer, scenario: str, **options: Any) -> ModelResponse:
+    return asyncio.run(gateway(server, scenario, **options).complete(request()))
+
+
+def stream(server: FaultServer, scenario: str) -> list[str | ModelResponse]:
+    async def collect() -> list[str | ModelResponse]:
+        return [item async for item in gateway(server, scenario).stream(request())]
+
+    return asyncio.run(collect())
+
+
+def failure(server: FaultServer, scenario: str, *, streaming: bool = False) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        stream(server, scenario) if streaming else complete(server, scenario, timeout=0.5)
+    return caught.value
+
+
+def shown(exc: BaseException) -> str:
+    """Everything a person or a log could see of an exception."""
+    return "".join(traceback.format_exception(exc)) + repr(exc) + repr(exc.args)
+
+
+# ── what a good server says, in the core's vocabulary ──────────────────────────────────────────
+
+
+def test_a_completion_becomes_tool_calls_and_usage(server: FaultServer) -> None:
+    response = complete(server, "tool_call")
+
+    assert response.tool_calls == (ToolCall("call_a", "consultar_saldo", {"cuenta": "ES91"}),)
+    assert response.usage == Usage(input_tokens=31, output_tokens=12)
+
+
+def test_the_request_carries_messages_tools_the_model_and_the_key(server: FaultServer) -> None:
+    complete(server, "tool_call")
+    sent = server.last("tool_call")
+
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.body["model"] == "modelo-x"
+    assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
+    assert sent.body["tools"][0]["type"] == "function"
+    assert sent.body["tools"][0]["function"]["name"] == "consultar_saldo"
+    assert "stream" not in sent.body
+
+
+def test_unreported_usage_stays_unmeasured(server: FaultServer) -> None:
+    response = complete(server, "no_usage")
+
+    assert response.text == "Hola."
+    assert response.usage == Usage() and not response.usage.measured
+
+
+def test_unreadable_arguments_are_kept_as_the_models_raw_text(server: FaultServer) -> None:
+    response = complete(server, "unreadable_arguments")
+
+    assert response.tool_calls[0].arguments == '{"cuenta": "ES91'
+
+
+def test_unreadable_arguments_go_back_to_the_model_as_an_error(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    final = run_agent(gateway(server, "confused_then_teller"), tmp_path)
+
+    assert final.text == "Lo siento."
+    assert RUNS["consultar_saldo"] == 0
+    feedback = server.last("confused_then_teller").body["messages"]
+    assert feedback[2]["tool_calls"][0]["function"]["arguments"] == '{"cuenta": "ES91'
+    assert feedback[3]["role"] == "tool" and "ES91" in feedback[3]["content"]
+
+
+def test_a_stream_yields_fragments_then_one_complete_response(server: FaultServer) -> None:
+    async def two_turns() -> tuple[list[Any], list[Any]]:
+        model = gateway(server, "teller")
+        first = [item async for item in model.stream(request())]
+        call = first[-1].tool_calls[0]
+        answered = ModelRequest(
+            "modelo-x",
+            request().messages
+            + (
+                Message(Role.ASSISTANT, None, tool_calls=(call,)),
+                Message(Role.TOOL, "ES91: 4.200,00 €", tool_call_id=call.id),
+            ),
+        )
+        second = [item async for item in model.stream(answered)]
+        return first, second
+
+    first, second = asyncio.run(two_turns())
+
+    assert first == [
+        ModelResponse(
+            tool_calls=(ToolCall("call_s", "consultar_saldo", {"cuenta": "ES91 2100 0418 45"}),),
+            usage=Usage(31, 12),
+        )
+    ]
+    assert second[:-1] == ["El saldo ", "es de ", "4.200,00 €."]
+    assert second[-1] == ModelResponse(text="El saldo es de 4.200,00 €.", usage=Usage(31, 12))
+    sent = server.last("teller").body
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert sent["messages"][3] == {
+        "role": "tool",
+        "content": "ES91: 4.200,00 €",
+        "tool_call_id": "call_s",
+    }
+
+
+# ── how each failure is classified ─────────────────────────────────────────────────────────────
+
+
+def test_429_is_retryable_and_carries_retry_after(server: FaultServer) -> None:
+    error = failure(server, "rate_limited")
+
+    assert (error.retryable, error.status, error.retry_after) == (True, 429, 7.0)
+    assert "HTTP 429" in str(error) and "rate limit reached" in str(error)
+
+
+def test_retry_after_may_be_an_http_date(server: FaultServer) -> None:
+    error = failure(server, "rate_limited_until")
+
+    assert error.retryable and 25 <= error.retry_after <= 30
+
+
+def test_500_is_retryable(server: FaultServer) -> None:
+    error = failure(server, "server_error")
+
+    assert (error.retryable, error.status) == (True, 500)
+    assert "the backend crashed" in str(error)
+
+
+def test_401_is_not_retryable_and_says_which_variable_to_check(server: FaultServer) -> None:
+    error = failure(server, "unauthorized")
+
+    assert (error.retryable, error.status) == (False, 401)
+    assert "SYNAPTUM_API_KEY" in str(error)
+    assert KEY not in shown(error)
+
+
+def test_a_timeout_is_retryable(server: FaultServer) -> None:
+    error = failure(server, "stalls")
+
+    assert error.retryable and error.status is None
+    assert "timed out" in str(error)
+
+
+def test_an_unreachable_server_is_retryable() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAICompatibleGateway(f"http://127.0.0.1:{port}/v1", api_key=KEY)
+
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(model.complete(request()))
+
+    assert caught.value.retryable and "could not be reached" in str(caught.value)
+
+
+def test_a_connection_dropped_mid_stream_is_retryable(server: FaultServer) -> None:
+    error = failure(server, "stream_drops", streaming=True)
+
+    assert error.retryable
+    assert "dropped the connection while streaming" in str(error)
+
+
+def test_a_stream_that_ends_without_finishing_is_retryable(server: FaultServer) -> None:
+    error = failure(server, "stream_ends_early", streaming=True)
+
+    assert error.retryable and "before it was complete" in str(error)
+
+
+def test_malformed_sse_fails_clearly_and_is_not_retried(server: FaultServer) -> None:
+    error = failure(server, "stream_malformed", streaming=True)
+
+    assert not error.retryable
+    assert "SSE event that is not JSON" in str(error)
+    assert '{"choices": [{"delta": {"content": "es' in str(error)
+
+
+def test_an_error_event_inside_the_stream_is_classified_by_its_code(server: FaultServer) -> None:
+    error = failure(server, "stream_error_event", streaming=True)
+
+    assert (error.retryable, error.status) == (True, 503)
+    assert "the model was unloaded" in str(error)
+
+
+def test_closing_the_stream_closes_the_http_response(server: FaultServer) -> None:
+    async def read_two_then_close() -> tuple[list[Any], bool]:
+        upstream = gateway(server, "stream_endless").stream(request())
+        received = [await anext(upstream), await anext(upstream)]
+        await upstream.aclose()
+        # Still inside the loop: the connection must be gone now, not when the loop shuts down.
+        exchange = server.last("stream_endless")
+        for _ in range(50):
+            if exchange.disconnected.is_set():
+                break
+            await asyncio.sleep(0.02)
+        return received, exchange.disconnected.is_set()
+
+    received, disconnected = asyncio.run(read_two_then_close())
+
+    assert received == ["bla ", "bla "]
+    assert disconnected
+    assert server.last("stream_endless").events_sent < 100  # generation stopped early
+
+
+# ── with the loop: retries, the journal, and the key ───────────────────────────────────────────
+
+
+def run_agent(
+    model: OpenAICompatibleGateway,
+    tmp_path: Path,
+    *,
+    streaming: bool = False,
+    slept: list[float] | None = None,
+) -> FinalStep:
+    agent = Agent(
+        "cajero",
+        model="modelo-x",
+        instructions="Consultas saldos con la herramienta. Responde en una frase.",
+        tools=[consultar_saldo],
+    )
+
+    async def record(seconds: float) -> None:
+        if slept is not None:
+            slept.append(seconds)
+
+    session = Session(
+        "run-1",
+        model,
+        SqliteCheckpointer(tmp_path / "runs.db"),
+        retry=RetryPolicy(random=lambda: 1.0),
+        sleep=record,
+    )
+
+    async def drive() -> FinalStep:
+        steps = agent.stream if streaming else agent.run
+        async for step in steps("¿Cuánto hay en ES91 2100 0418 45?", session=session):
+            final = step
+        return final
+
+    return asyncio.run(drive())
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+def test_the_loop_retries_429_then_500_honouring_retry_after(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    server.scenarios[f"flaky_{streaming}"] = server.scenarios["flaky"]
+    RUNS["consultar_saldo"] = 0
+    slept: list[float] = []
+    model = gateway(server, f"flaky_{streaming}")
+
+    final = run_agent(model, tmp_path, streaming=streaming, slept=slept)
+
+    assert final.text == "El saldo es de 4.200,00 €."
+    assert slept == [3.0, 1.0]  # Retry-After, then the backoff (base 0.5 · 2)
+    assert model.model_calls == 4 and RUNS["consultar_saldo"] == 1
+    assert final.usage == Usage(2 * USAGE["prompt_tokens"], 2 * USAGE["completion_tokens"], None)
+
+
+def test_the_key_appears_in_no_error_log_output_or_journal(
+    server: FaultServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    errors = [
+        failure(server, name) for name in ("unauthorized", "rate_limited", "server_error", "stalls")
+    ] + [
+        failure(server, name, streaming=True)
+        for name in ("stream_drops", "stream_malformed", "stream_error_event")
+    ]
+    run_agent(gateway(server, "teller"), tmp_path, streaming=True)
+    model = gateway(server, "teller")
+    logging.getLogger("test").debug("gateway: %r %s", model, vars(model).keys())
+
+    seen = [shown(e) for e in errors] + [caplog.text, repr(model)]
+    seen += list(capsys.readouterr())
+    journal = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert all(KEY not in text for text in seen)
+    assert KEY.encode() not in journal
+    assert server.last("teller").headers["authorization"] == f"Bearer {KEY}"  # it was sent
+
+
+# ── configuration ──────────────────────────────────────────────────────────────────────────────
+
+
+def test_from_env_reads_the_three_variables() -> None:
+    model = OpenAICompatibleGateway.from_env(
+        environ={
+            "SYNAPTUM_BASE_URL": "http://127.0.0.1:8080/v1/",
+            "SYNAPTUM_API_KEY": KEY,
+            "SYNAPTUM_MODEL": "qwen",
+        }
+    )
+
+    assert (model.base_url, model.model) == ("http://127.0.0.1:8080/v1", "qwen")
+    assert KEY not in repr(model)
+
+
+def test_from_env_without_a_base_url_says_what_to_set() -> None:
+    with pytest.raises(ConfigurationError, match="SYNAPTUM_BASE_URL is not set"):
+        OpenAICompatibleGateway.from_env(environ={})
+
+
+def test_a_base_url_with_credentials_is_never_printed_with_them() -> None:
+    model = OpenAICompatibleGateway("http://user:hunter2@127.0.0.1:9/v1")
+
+    assert model.base_url == "http://127.0.0.1:9/v1" and "hunter2" not in repr(model)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("7", 7.0),
+        ("0.5", 0.5),
+        ("-3", 0.0),
+        ("soon", None),
+        (None, None),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+    ],
+)
+def test_retry_after_is_read_as_seconds(header: str | None, seconds: float | None) -> None:
+    assert _retry_after(header) == seconds
