@@ -15,6 +15,7 @@ from scripts.normalization import NORMALIZATION_RULES
 from scripts.pages import (
     NOTEBOOKS,
     checked_name,
+    dumps,
     expected_block,
     mismatch,
     read_notebook,
@@ -197,3 +198,8 @@ def test_a_name_the_package_lacks_is_reported() -> None:
 def test_every_normalization_rule_says_why() -> None:
     for rule in NORMALIZATION_RULES:
         assert rule.why.strip(), f"normalisation rule {rule.name!r} does not say why it exists"
+
+
+def test_notebooks_are_written_exactly_as_nbformat_writes_them() -> None:
+    notebook = with_expected(read_notebook(NOTEBOOK_02), "\n  dos\n")
+    assert dumps(notebook) == nbformat.writes(nbformat.from_dict(notebook)) + "\n"

@@ -1,0 +1,126 @@
+"""How long verifying the notebooks takes: our docs check next to nbval, in one run.
+
+    uv run --group bench python benchmarks/docs_check.py [--repeats 7] [--copies 1]
+
+Not a test. Both sides verify the same notebooks, each notebook in a fresh kernel, with the
+model variables removed from the environment, and are timed as the command a person would
+type (interpreter start-up included), alternating, `--repeats` times each:
+
+- docs check: `python -m scripts.update_pages --check` (runs every notebook and compares its
+  output with its page's *Lo que imprime* block);
+- nbval: `python -m pytest --nbval` on copies of the same notebooks that carry their outputs
+  (nbval compares against stored outputs, which our notebooks do not store), and
+  `--nbval-lax`, which only checks that no cell raises.
+
+`--copies N` verifies every notebook N times over (as N differently named files), to see
+how both sides grow towards the sixteen notebooks of the curriculum.
+
+Prints the median and the fastest time of each, the ratios, and the time of each notebook
+inside our runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scripts.kernel import kernel_environment, run_notebooks_sync  # noqa: E402
+from scripts.pages import NOTEBOOKS, property_notebooks, read_notebook  # noqa: E402
+
+
+def with_outputs(notebook: dict, run) -> dict:
+    """A copy of `notebook` storing what each code cell printed, as nbval expects."""
+    copy = json.loads(json.dumps(notebook))
+    printed = {cell.index: cell.stdout for cell in run.cells}
+    counter = 0
+    for index, cell in enumerate(copy["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        counter += 1
+        cell["execution_count"] = counter
+        text = printed.get(index, "")
+        cell["outputs"] = (
+            [{"output_type": "stream", "name": "stdout", "text": text}] if text else []
+        )
+    return copy
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--copies", type=int, default=1)
+    options = parser.parse_args()
+
+    notebooks = property_notebooks()
+    env = kernel_environment()
+    env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+
+    # Two trees with the same notebooks and layout (comun.py one folder up): clean copies for
+    # the docs check, copies that store their outputs for nbval.
+    runs = run_notebooks_sync(notebooks)
+    scratch = Path(tempfile.mkdtemp(prefix="docs-check-bench-"))
+    ours, theirs = scratch / "ours" / "propiedades", scratch / "nbval" / "propiedades"
+    for folder in (ours, theirs):
+        folder.mkdir(parents=True)
+        shutil.copy(NOTEBOOKS / "comun.py", folder.parent / "comun.py")
+    names = []
+    for path, run in zip(notebooks, runs, strict=True):
+        if run.problems():
+            raise SystemExit(f"{path.name} does not run cleanly:\n" + "\n".join(run.problems()))
+        for copy in range(options.copies):
+            name = path.name if options.copies == 1 else f"{path.stem}_{copy}.ipynb"
+            shutil.copy(path, ours / name)
+            (theirs / name).write_text(json.dumps(with_outputs(read_notebook(path), run)))
+            names.append(name)
+
+    nbval = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    checked = [str(ours / name) for name in names]
+    contenders = {
+        "docs check": ([sys.executable, "-m", "scripts.update_pages", "--check", *checked], REPO),
+        "nbval --nbval": ([*nbval, "--nbval", *names], theirs),
+        "nbval --nbval-lax": ([*nbval, "--nbval-lax", *names], theirs),
+    }
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for repeat in range(options.repeats):
+        order = list(contenders) if repeat % 2 == 0 else list(reversed(contenders))
+        for name in order:
+            command, cwd = contenders[name]
+            times[name].append(timed(command, cwd, env))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"{len(names)} notebook(s): {', '.join(p.stem for p in notebooks)} ×{options.copies}")
+    print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command\n")
+    print(f"{'':<20}{'median':>9}{'fastest':>10}")
+    for name, values in times.items():
+        print(f"{name:<20}{statistics.median(values):>8.2f}s{min(values):>9.2f}s")
+    ours = statistics.median(times["docs check"])
+    print()
+    for name in ("nbval --nbval", "nbval --nbval-lax"):
+        print(f"{name} / docs check: {statistics.median(times[name]) / ours:.1f}×")
+    print("\nper notebook, inside our runner (kernel start to last cell):")
+    for run in run_notebooks_sync(notebooks):
+        print(f"  {run.path.stem:<24}{run.seconds:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
