@@ -21,20 +21,25 @@ from .errors import (
     UncertainEffect,
     UnsupportedFormat,
 )
-from .events import FinalStep, ModelStep, Phase, Step, ToolStep
+from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
 from .gateway import Gateway, LocalGateway
 from .journal import Checkpointer, MemoryCheckpointer, RunState, load_events
 from .messages import Message, ModelRequest, ModelResponse, Role, ToolCall, ToolResult, ToolSpec, Usage
+from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .sqlite import SqliteCheckpointer
 from .tools import Risk, Tool, ToolContext, tool
+from .usage import RunUsage, TurnUsage, run_usage
 
 __all__ = [
+    "Action",
     "Agent",
+    "ApprovalStep",
     "Checkpointer",
     "ConfigurationChanged",
     "ConfigurationError",
     "CorruptJournal",
+    "DelegationStep",
     "FinalStep",
     "Gateway",
     "InvalidToolCall",
@@ -48,6 +53,7 @@ __all__ = [
     "NotAJournal",
     "NothingToResolve",
     "Phase",
+    "Proposal",
     "ProviderError",
     "ReplayDivergence",
     "RetryPolicy",
@@ -55,6 +61,7 @@ __all__ = [
     "Role",
     "RunBusy",
     "RunState",
+    "RunUsage",
     "Session",
     "SqliteCheckpointer",
     "Step",
@@ -70,9 +77,12 @@ __all__ = [
     "ToolResultNotSerializable",
     "ToolSpec",
     "ToolStep",
+    "TurnUsage",
     "UncertainEffect",
     "UnsupportedFormat",
     "Usage",
+    "Verdict",
     "load_events",
+    "run_usage",
     "tool",
 ]

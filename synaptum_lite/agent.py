@@ -3,6 +3,9 @@
 Per turn: model step *attempted* → *completed* → for each tool call: tool step *attempted* →
 *completed* → … until the model answers without calling tools: the *final* step. Stopping
 iteration interrupts the run; calling `run` again with the same `run_id` resumes it.
+
+Every step follows the same three beats: look at the journal → act → record. What the
+journal already holds at a position is never done again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from .context import Context
 from .errors import (
@@ -25,11 +28,12 @@ from .errors import (
     ToolResultNotSerializable,
     UncertainEffect,
 )
-from .events import FinalStep, ModelStep, Phase, Step, ToolStep
+from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep, step_id
 from .messages import ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
-from .replay import Journal
+from .policy import Action, Proposal
+from .replay import Journal, StepHistory
 from .session import Session
-from .tools import Tool, ToolContext, schema_of, to_result_text
+from .tools import Risk, Tool, ToolContext, schema_of, to_result_text, tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +51,10 @@ class Agent:
     `output`, a dataclass, asks for a typed answer: the final text is parsed into it, and an
     invalid answer is shown to the model in a new turn. `max_steps` bounds the model turns of
     one run. `max_tool_output` caps each tool result where it enters the context.
-    Everything but `max_steps` is the agent's *configuration*: a run refuses to resume under a
-    different one.
+    `delegates` are sub-agents the model can call like tools (`description` is how this agent
+    is presented when it is a delegate); each call is a durable step running a sub-run of
+    its own. Everything but `max_steps` is the agent's *configuration*: a run refuses to
+    resume under a different one.
     """
 
     def __init__(
@@ -61,6 +67,8 @@ class Agent:
         output: type | None = None,
         max_steps: int = 25,
         max_tool_output: int | None = None,
+        delegates: Iterable[Agent] = (),
+        description: str | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -72,6 +80,14 @@ class Agent:
             if item.name in self.tools:
                 raise ConfigurationError(f"agent {name!r}: two tools are named {item.name!r}")
             self.tools[item.name] = item
+        self.delegates: dict[str, Agent] = {}
+        for delegate in delegates:
+            if not isinstance(delegate, Agent):
+                raise ConfigurationError(f"agent {name!r}: delegate {delegate!r} is not an Agent")
+            if delegate.name in self.tools or delegate.name in self.delegates:
+                raise ConfigurationError(f"agent {name!r}: two tools or delegates are named {delegate.name!r}")
+            self.delegates[delegate.name] = delegate
+        self.description = description or instructions.strip().splitlines()[0]
         if output is not None and not (dataclasses.is_dataclass(output) and isinstance(output, type)):
             raise ConfigurationError(f"agent {name!r}: output must be a dataclass type, got {output!r}")
         if max_steps < 1:
@@ -80,7 +96,8 @@ class Agent:
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output
         self._output_schema, self._parse_output = schema_of(output, name) if output else (None, None)
-        self._specs = tuple(t.spec for t in self.tools.values())
+        self._callable = {**self.tools, **{d.name: _as_tool(d) for d in self.delegates.values()}}
+        self._specs = tuple(t.spec for t in self._callable.values())
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model!r}, tools={list(self.tools)})"
@@ -95,13 +112,21 @@ class Agent:
             "tools": {name: t.fingerprint() for name, t in self.tools.items()},
             "output": self._output_schema,
             "max_tool_output": self.max_tool_output,
+            "delegates": {name: d.configuration for name, d in self.delegates.items()},
         }
+
+    @property
+    def risk(self) -> Risk:
+        """The highest risk of what this agent can do, through its tools and its delegates."""
+        risks = [t.risk for t in self.tools.values()] + [d.risk for d in self.delegates.values()]
+        return max(risks, default=Risk.READ)
 
     def run(self, task: str, *, session: Session) -> AsyncIterator[Step]:
         """Drive the run `session.run_id` on `task`, yielding each step once it is journaled.
 
         A new run starts; a journaled one resumes (completed steps are yielded as replayed and
-        cost nothing); a closed one yields its final step only. Raises `RunBusy`,
+        cost nothing); a closed one yields its final step only. A run waiting for a person
+        yields the pending `ApprovalStep` and ends without a final step. Raises `RunBusy`,
         `ConfigurationChanged`, `ReplayDivergence`, `UncertainEffect`, `StepLimitExceeded`,
         and `ProviderError` once retries are exhausted.
         """
@@ -136,6 +161,10 @@ class Agent:
         context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
         usage = Usage(0, 0, 0)
         for _turn in range(self.max_steps):
+            refusal = self._review_model_call(journal, session)
+            if refusal is not None:
+                yield await self._finish(journal, session, usage, reason=refusal)
+                return
             async with contextlib.aclosing(self._model_step(journal, session, context, streaming)) as step:
                 async for event in step:
                     yield event
@@ -143,8 +172,16 @@ class Agent:
             usage += response.usage
             context.add_response(response)
             for call in response.tool_calls:
-                async for event in self._tool_step(journal, session, call):
-                    yield event
+                async with contextlib.aclosing(self._act(journal, session, call)) as step:
+                    async for event in step:
+                        yield event
+                if isinstance(event, ApprovalStep):
+                    return  # suspended on disk until a person decides (Session.decide)
+                if isinstance(event, DelegationStep) and event.usage is not None:
+                    usage += event.usage
+                if event.decision and event.decision.get("action") == "terminate":
+                    yield await self._finish(journal, session, usage, reason=event.decision["reason"])
+                    return
                 context.add_result(call, event.result)
             if response.tool_calls:
                 continue
@@ -152,15 +189,33 @@ class Agent:
             if problem is not None:
                 context.add_feedback(problem)
                 continue
-            final_id, _ = journal.next_step("final")
-            final = FinalStep(
-                run_id=session.run_id, step_id=final_id, text=response.text, output=output, usage=usage
-            )
-            await journal.write(final)
-            yield final
+            yield await self._finish(journal, session, usage, text=response.text, output=output)
             return
         raise StepLimitExceeded(session.run_id, self.max_steps, event.step_id)
 
+    async def _finish(
+        self, journal: Journal, session: Session, usage: Usage, *, text: str | None = None, output: Any = None,
+        reason: str | None = None,
+    ) -> FinalStep:
+        final_id, _ = journal.next_step("final")
+        final = FinalStep(
+            run_id=session.run_id, step_id=final_id, text=text, output=output, reason=reason, usage=usage
+        )
+        await journal.write(final)
+        return final
+
+    def _review_model_call(self, journal: Journal, session: Session) -> str | None:
+        """Ask the gateway whether a new model call may leave; the reason if it ends the run."""
+        history = journal.peek()
+        if history is not None and history.completed is not None:
+            return None  # already paid: replayed, not reviewed again
+        proposal = Proposal(session.run_id, step_id(journal.position, "model"), "model")
+        verdict = session.gateway.review(proposal)
+        if verdict.action is Action.TERMINATE:
+            return verdict.reason
+        if verdict.action is not Action.ALLOW:
+            raise ConfigurationError(f"a model call can be allowed or terminated, the policy said {verdict.action.value}")
+        return None
 
     async def _model_step(
         self, journal: Journal, session: Session, context: Context, streaming: bool
@@ -212,8 +267,72 @@ class Agent:
         await journal.write(completed)
         yield completed
 
-    async def _tool_step(self, journal: Journal, session: Session, call: ToolCall) -> AsyncIterator[Step]:
-        step_id, history = journal.next_step("tool")
+    async def _act(self, journal: Journal, session: Session, call: ToolCall) -> AsyncIterator[Step]:
+        """One tool call: reviewed by the policy (new positions only), perhaps approved by a
+        person, then executed or refused. Ends with the step's last event."""
+        kind = "delegate" if call.name in self.delegates else "tool"
+        target = self._callable.get(call.name)
+        history = journal.peek()
+        if history is None:  # never seen: the gateway reviews it now
+            proposal = Proposal(
+                session.run_id,
+                step_id(journal.position, kind),
+                kind,
+                call,
+                target.risk if target else None,
+                target.idempotent if target else None,
+            )
+            verdict = session.gateway.review(proposal)
+            if verdict.action is Action.REQUIRE_APPROVAL:
+                approval_id, _ = journal.next_step("approval")
+                request = ApprovalStep(
+                    run_id=session.run_id, step_id=approval_id, phase=Phase.ATTEMPTED, call=call, reason=verdict.reason
+                )
+                await journal.write(request)
+                yield request
+                return
+            if verdict.action in (Action.DENY, Action.TERMINATE):
+                decision = {"action": verdict.action.value, "by": "policy", "reason": verdict.reason}
+                yield await self._refuse(journal, session, kind, call, decision)
+                return
+        elif history.kind == "approval":
+            approval_id, _ = journal.next_step("approval")
+            request = history.attempted
+            if not isinstance(request, ApprovalStep) or request.call != call:
+                raise ReplayDivergence(session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}")
+            if history.completed is None:
+                yield request.as_replayed()  # still waiting; nobody is asked twice
+                return
+            decision = history.completed.decision or {}  # type: ignore[attr-defined]
+            yield history.completed.as_replayed()
+            if not decision.get("granted"):
+                refusal = {"action": "deny", "by": decision.get("by"), "reason": decision.get("note") or "denied"}
+                yield await self._refuse(journal, session, kind, call, refusal)
+                return
+        async with contextlib.aclosing(self._tool_step(journal, session, kind, call, target)) as step:
+            async for event in step:
+                yield event
+
+    async def _refuse(
+        self, journal: Journal, session: Session, kind: str, call: ToolCall, decision: dict[str, Any]
+    ) -> ToolStep:
+        """Record a call that was refused before it ran: an outcome the model reads, not an
+        uncertain effect."""
+        refused_id, history = journal.next_step(kind)
+        if history is not None and isinstance(history.completed, ToolStep):
+            return history.completed.as_replayed()  # type: ignore[return-value]
+        cls = DelegationStep if kind == "delegate" else ToolStep
+        result = ToolResult(f"denied by {decision['by']}: {decision['reason']}", is_error=True)
+        common = {"run_id": session.run_id, "step_id": refused_id, "call": call}
+        journal.defer(cls(**common, phase=Phase.ATTEMPTED))
+        completed = cls(**common, phase=Phase.COMPLETED, result=result, decision=decision)
+        await journal.write(completed)
+        return completed
+
+    async def _tool_step(
+        self, journal: Journal, session: Session, kind: str, call: ToolCall, target: Tool | None
+    ) -> AsyncIterator[Step]:
+        step_id, history = journal.next_step(kind)
         recorded = history and (history.attempted or history.completed)
         if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
             call.name,
@@ -228,21 +347,29 @@ class Agent:
         if history is not None and history.completed is not None:
             yield history.completed.as_replayed()
             return
-        tool = self.tools.get(call.name)
-        attempt = 1
-        if history is not None and history.attempted is not None:
-            if tool is not None and not tool.idempotent and not history.retry_allowed:
-                raise UncertainEffect(session.run_id, step_id, call.name, call.arguments)
-            attempt = history.attempt + 1
-        attempted = ToolStep(run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, call=call)
-        if tool is not None and not tool.idempotent:
+        attempt = _next_attempt(session, step_id, call, target, history)
+        cls = DelegationStep if kind == "delegate" else ToolStep
+        attempted = cls(run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, call=call)
+        if target is not None and not target.idempotent:
             await journal.write(attempted)  # write-ahead: on disk before the effect can happen
         else:
             journal.defer(attempted)  # running it twice is safe, so the record can wait
         yield attempted
-        result = await self._execute(session, tool, call, ToolContext(session.run_id, step_id, attempt))
-        completed = ToolStep(
-            run_id=session.run_id, step_id=step_id, phase=Phase.COMPLETED, attempt=attempt, call=call, result=result
+        context = ToolContext(session.run_id, step_id, attempt)
+        usage = None
+        if kind == "delegate":
+            result, usage = await self._delegate(session, self.delegates[call.name], call, context)
+        else:
+            result = await self._execute(session, target, call, context)
+        extra = {"usage": usage} if kind == "delegate" else {}
+        completed = cls(
+            run_id=session.run_id,
+            step_id=step_id,
+            phase=Phase.COMPLETED,
+            attempt=attempt,
+            call=call,
+            result=result,
+            **extra,
         )
         await journal.write(completed)
         yield completed
@@ -250,7 +377,7 @@ class Agent:
     async def _execute(self, session: Session, tool: Tool | None, call: ToolCall, context: ToolContext) -> ToolResult:
         """Run one tool call. What the model or the tool got wrong becomes an error result."""
         if tool is None:
-            available = ", ".join(sorted(self.tools)) or "none"
+            available = ", ".join(sorted(self._callable)) or "none"
             return ToolResult(f"there is no tool {call.name!r}; the tools are: {available}", is_error=True)
         try:
             arguments = tool.bind(call.arguments)
@@ -266,6 +393,29 @@ class Agent:
             return ToolResult(to_result_text(value))
         except (TypeError, ValueError):
             raise ToolResultNotSerializable(session.run_id, context.step_id, tool.name, type(value).__name__) from None
+
+    async def _delegate(
+        self, session: Session, agent: Agent, call: ToolCall, context: ToolContext
+    ) -> tuple[ToolResult, Usage | None]:
+        """Run (or resume) the sub-run of a delegation; its journal is its own."""
+        try:
+            task = self._callable[agent.name].bind(call.arguments)["task"]
+        except InvalidToolCall as exc:
+            return ToolResult(str(exc), is_error=True), None
+        sub_session = dataclasses.replace(session, run_id=context.idempotency_key)
+        final = None
+        async for event in agent.run(task, session=sub_session):
+            if isinstance(event, ApprovalStep):
+                raise ConfigurationError(
+                    f"sub-run {sub_session.run_id!r} asks for an approval; the lite core does not suspend a "
+                    "parent run on a delegate's approval: require approval for the delegation itself instead"
+                )
+            if isinstance(event, FinalStep):
+                final = event
+        assert final is not None  # a run that returns without suspending has a final step
+        if final.reason is not None:
+            return ToolResult(f"the sub-agent ended without an answer: {final.reason}", is_error=True), final.usage
+        return ToolResult(final.text or ""), final.usage
 
     # ── typed output ────────────────────────────────────────────────────────────────────────
 
@@ -296,3 +446,23 @@ class Agent:
         output, _ = self._read_output(final.text)
         return dataclasses.replace(final, output=output, replayed=True)
 
+
+def _next_attempt(session: Session, step: str, call: ToolCall, target: Tool | None, history: StepHistory | None) -> int:
+    """The attempt number of a step about to run; raises `UncertainEffect` when running it
+    again could repeat an effect nobody allowed to repeat."""
+    if history is None or history.attempted is None:
+        return 1
+    if target is not None and not target.idempotent and not history.retry_allowed:
+        raise UncertainEffect(session.run_id, step, call.name, call.arguments)
+    return history.attempt + 1
+
+
+def _as_tool(agent: Agent) -> Tool:
+    """How a delegate is shown to the model: a tool taking the task."""
+
+    def delegate(task: Annotated[str, "What the sub-agent must do, in full"]) -> str:
+        raise AssertionError("a delegation runs as a sub-run, never as a function")  # pragma: no cover
+
+    delegate.__doc__ = agent.description
+    # running a delegation twice resumes its sub-run, whose own journal repeats nothing
+    return tool(delegate, name=agent.name, risk=agent.risk, idempotent=True)

@@ -87,6 +87,53 @@ class ToolStep(Step):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DelegationStep(ToolStep):
+    """A call to a sub-agent: a durable step whose work is a run of its own, `sub_run_id`.
+
+    Completed, it carries the sub-run's answer as `result` and its total `usage`.
+    """
+
+    kind: ClassVar[str] = "delegate"
+    usage: Usage | None = None
+
+    @property
+    def sub_run_id(self) -> str:
+        return f"{self.run_id}/{self.step_id}"
+
+    def payload(self) -> dict[str, Any]:
+        data = ToolStep.payload(self)
+        if self.usage is not None:
+            data["usage"] = self.usage.to_json()
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalStep(Step):
+    """A tool call waiting for a person. *Attempted* is the request (the call and the
+    policy's `reason`); a person's decision is *completed* (final) or *resolved* (a denial
+    that may be reconsidered). `decision` holds `granted`, `by`, `at` and `note`.
+    """
+
+    kind: ClassVar[str] = "approval"
+    call: ToolCall
+    reason: str = ""
+    decision: dict[str, Any] | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.phase is Phase.ATTEMPTED
+
+    @property
+    def granted(self) -> bool:
+        return bool(self.decision and self.decision.get("granted"))
+
+    def payload(self) -> dict[str, Any]:
+        if self.phase is Phase.ATTEMPTED:
+            return {"call": self.call.to_json(), "reason": self.reason}
+        return {"decision": self.decision}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FinalStep(Step):
     """The end of a run: the answer (`output`), or the `reason` it ended without one.
 
@@ -111,7 +158,9 @@ class FinalStep(Step):
         return data
 
 
-KINDS: dict[str, type[Step]] = {cls.kind: cls for cls in (ModelStep, ToolStep, FinalStep)}
+KINDS: dict[str, type[Step]] = {
+    cls.kind: cls for cls in (ModelStep, ToolStep, DelegationStep, ApprovalStep, FinalStep)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,11 +212,16 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
             assert isinstance(attempted, ModelStep)
             return ModelStep(**common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data))
         call = ToolCall.from_json(data["call"]) if phase is Phase.ATTEMPTED else attempted.call  # type: ignore[union-attr]
-        return ToolStep(
+        if cls is ApprovalStep:
+            reason = data["reason"] if phase is Phase.ATTEMPTED else attempted.reason  # type: ignore[union-attr]
+            return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
+        extra = {"usage": Usage.from_json(data["usage"])} if cls is DelegationStep and "usage" in data else {}
+        return cls(  # type: ignore[call-arg]
             **common,
             call=call,
             result=ToolResult.from_json(data) if "content" in data else None,
             decision=data.get("decision"),
+            **extra,
         )
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc

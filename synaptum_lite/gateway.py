@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError
 from .messages import ModelRequest, ModelResponse
+from .policy import Policy, Proposal, Verdict, allow_everything
 from .tools import Tool, ToolContext
 
 
@@ -36,16 +37,22 @@ class Gateway(Protocol):
         """Run `tool` with validated arguments; whatever it raises propagates."""
         ...
 
+    def review(self, proposal: Proposal) -> Verdict:
+        """Decide whether a call may leave (see `synaptum_lite.policy`)."""
+        ...
+
 
 class LocalGateway:
     """Runs tools in this process. Subclasses bring the model (`_complete`, `_stream`).
 
     `tools`, when given, is the set this gateway lets run: a call to any other tool raises
-    `ConfigurationError` (the agent declares a tool this gateway was not given).
+    `ConfigurationError` (the agent declares a tool this gateway was not given). `policy`
+    reviews every call before it leaves; by default everything is allowed.
     """
 
-    def __init__(self, *, tools: Iterable[Tool] | None = None) -> None:
+    def __init__(self, *, tools: Iterable[Tool] | None = None, policy: Policy = allow_everything) -> None:
         self.tools = None if tools is None else {t.name: t for t in tools}
+        self.policy = policy
         self.model_calls = 0
         self.tool_calls = 0
 
@@ -66,6 +73,12 @@ class LocalGateway:
             )
         self.tool_calls += 1
         return await tool.invoke(arguments, context)
+
+    def review(self, proposal: Proposal) -> Verdict:
+        verdict = self.policy(proposal)
+        if not isinstance(verdict, Verdict):
+            raise ConfigurationError(f"a policy must return a Verdict, {self.policy!r} returned {verdict!r}")
+        return verdict
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         raise NotImplementedError(f"{type(self).__name__} has no model; use a model-backed gateway")

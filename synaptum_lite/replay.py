@@ -24,7 +24,7 @@ class StepHistory:
     step_id: str
     attempted: Step | None = None
     completed: Step | None = None
-    decisions: list[ToolStep] = field(default_factory=list)
+    decisions: list[Step] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -39,7 +39,7 @@ class StepHistory:
     def retry_allowed(self) -> bool:
         """Whether an operator allowed the latest attempt to be retried."""
         return any(
-            d.decision is not None and d.decision.get("action") == "retry" and d.attempt == self.attempt
+            isinstance(d, ToolStep) and d.decision and d.decision.get("action") == "retry" and d.attempt == self.attempt
             for d in self.decisions
         )
 
@@ -49,7 +49,7 @@ class StepHistory:
                 self.attempted = event
         elif event.phase is Phase.COMPLETED:
             self.completed = event
-        elif isinstance(event, ToolStep):
+        else:
             self.decisions.append(event)
 
 
@@ -113,6 +113,10 @@ class Journal:
         if changes:
             raise ConfigurationChanged(run_id, changes)
         return cls(run_id, checkpointer, steps), None
+
+    def peek(self) -> StepHistory | None:
+        """What the journal holds at the next position, without minting a step."""
+        return self.steps.get(self.position)
 
     def next_step(self, kind: str) -> tuple[str, StepHistory | None]:
         """Mint the next step's id and return what the journal holds at its position.

@@ -1,20 +1,22 @@
-"""A session: which run, through which gateway, remembered where; and the operator's decisions.
+"""A session: which run, through which gateway, remembered where; and people's decisions.
 
-An operator resolves an uncertain effect in one of two ways, both journaled so the decision
-survives: `record_result` (the effect is known: record what the tool returned) or
-`allow_retry` (the effect is known not to have happened, or is safe to repeat).
+A person's decisions are journaled, so they survive. An operator resolves an uncertain effect
+with `record_result` (the effect is known: record what the tool returned) or `allow_retry`
+(the effect is known not to have happened, or is safe to repeat). A person answers an
+approval request with `decide`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from datetime import datetime, timezone
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationError, NothingToResolve
-from .events import Phase, ToolStep
+from .events import ApprovalStep, Phase, ToolStep
 from .gateway import Gateway
 from .journal import Checkpointer, load_events
 from .messages import ToolResult
@@ -52,7 +54,8 @@ class RetryPolicy:
 class Session:
     """Drive run `run_id` through `gateway`, journaled in `checkpointer`.
 
-    `sleep` is how the loop waits between retries (inject a recorder to never wait for real).
+    `sleep` is how the loop waits between retries, and `clock` tells when a person decided
+    (inject both to never wait for real and to print the same thing every time).
     """
 
     run_id: str
@@ -60,6 +63,7 @@ class Session:
     checkpointer: Checkpointer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
 
     def __post_init__(self) -> None:
         if not isinstance(self.run_id, str) or not self.run_id:
@@ -105,6 +109,44 @@ class Session:
                         attempt=pending.attempt,
                         call=pending.call,
                         decision={"action": "retry", "by": by},
+                    )
+                ],
+            )
+
+    async def decide(self, step_id: str, *, granted: bool, by: str, note: str = "", final: bool = True) -> None:
+        """Answer the approval request `step_id` on behalf of `by`, at `clock()`.
+
+        A grant lets the call run exactly once when the run resumes; a final denial is told to
+        the model. `final=False` with `granted=False` means "not now": the run stays suspended
+        and a later decision supersedes this one. Raises `NothingToResolve` when the step is
+        not an approval request waiting for a decision.
+        """
+        async with self.checkpointer.hold(self.run_id):
+            steps = index(await load_events(self.checkpointer, self.run_id))
+            history = next((h for h in steps.values() if h.step_id == step_id), None)
+            if history is None or not isinstance(history.attempted, ApprovalStep):
+                raise NothingToResolve(self.run_id, step_id, "not an approval request of this run")
+            if history.completed is not None:
+                raise NothingToResolve(self.run_id, step_id, "already decided")
+            decision = {
+                "granted": granted,
+                "by": by,
+                "at": self.clock().isoformat(timespec="seconds"),
+                "note": note,
+                "call": history.attempted.call.to_json(),  # bound to the exact call
+            }
+            phase = Phase.COMPLETED if granted or final else Phase.RESOLVED
+            await self.checkpointer.append(
+                self.run_id,
+                [
+                    ApprovalStep(
+                        run_id=self.run_id,
+                        step_id=step_id,
+                        phase=phase,
+                        attempt=len(history.decisions) + 1,
+                        call=history.attempted.call,
+                        reason=history.attempted.reason,
+                        decision=decision,
                     )
                 ],
             )

@@ -157,11 +157,11 @@ class SqliteCheckpointer:
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         try:
-            application_id, version = (
-                connection.execute("PRAGMA application_id").fetchone()[0],
-                connection.execute("PRAGMA user_version").fetchone()[0],
-            )
+            connection.execute("BEGIN")  # one snapshot: another process may be creating the file
+            application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
             tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            connection.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
         if application_id != APPLICATION_ID and (tables or application_id):

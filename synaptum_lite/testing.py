@@ -18,6 +18,7 @@ from typing import Any, Union
 from .errors import ConfigurationError
 from .gateway import LocalGateway
 from .messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from .policy import Policy, allow_everything
 from .tools import Tool
 
 ScriptItem = Union[ModelResponse, Callable[[ModelRequest], ModelResponse], BaseException]
@@ -45,9 +46,10 @@ class ScriptedGateway(LocalGateway):
         script: Sequence[ScriptItem],
         *,
         tools: Iterable[Tool] | None = None,
+        policy: Policy = allow_everything,
         chunk_size: int = 8,
     ) -> None:
-        super().__init__(tools=tools)
+        super().__init__(tools=tools, policy=policy)
         if chunk_size < 1:
             raise ConfigurationError(f"chunk_size must be at least 1, got {chunk_size}")
         self.script = list(script)
