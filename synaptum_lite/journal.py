@@ -8,7 +8,6 @@ Every implementation passes the same conformance suite (`tests/core/test_conform
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -95,7 +94,7 @@ async def holding(
     release = try_acquire()
     turns = 0
     while release is None and key in _HELD_HERE and turns < _FINALIZER_TURNS:
-        await asyncio.sleep(0)
+        await _next_loop_turn()
         turns += 1
         release = try_acquire()
     if release is None:
@@ -106,6 +105,12 @@ async def holding(
     finally:
         _HELD_HERE.discard(key)
         release()
+
+
+async def _next_loop_turn() -> None:
+    import asyncio  # imported here: `import synaptum_lite` stays light
+
+    await asyncio.sleep(0)
 
 
 class MemoryCheckpointer:

@@ -8,7 +8,6 @@ approval request with `decide`.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from datetime import datetime, timezone
 from collections.abc import Awaitable, Callable
@@ -50,6 +49,12 @@ class RetryPolicy:
         return backoff * (0.5 + 0.5 * self.random())
 
 
+async def _sleep(seconds: float) -> None:
+    import asyncio  # imported here: `import synaptum_lite` stays light
+
+    await asyncio.sleep(seconds)
+
+
 @dataclass(slots=True)
 class Session:
     """Drive run `run_id` through `gateway`, journaled in `checkpointer`.
@@ -62,7 +67,7 @@ class Session:
     gateway: Gateway
     checkpointer: Checkpointer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    sleep: Callable[[float], Awaitable[Any]] = _sleep
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
 
     def __post_init__(self) -> None:

@@ -14,7 +14,6 @@ blocks the resume.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import hashlib
@@ -130,6 +129,8 @@ class SqliteCheckpointer:
     # ── in the worker thread ──────────────────────────────────────────────────────────────
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        import asyncio  # imported here: `import synaptum_lite` stays light
+
         return await asyncio.to_thread(self._locked, function, *args)
 
     def _locked(self, function: Callable[..., T], *args: Any) -> T:

@@ -1,0 +1,417 @@
+"""The PostgreSQL checkpointer: one database for many workers on many machines. The only
+module that writes SQL for PostgreSQL.
+
+Needs the `postgres` extra (`pip install 'synaptum-lite[postgres]'`), which brings psycopg 3;
+importing this module does not import psycopg, so `import synaptum_lite` stays standard
+library only.
+
+One driver per run: `hold` takes a *session* advisory lock (`pg_try_advisory_lock`) on a
+connection of its own, kept for as long as the run is held. The server drops the lock when
+that connection ends, for whatever reason (the worker exits, is SIGKILLed, loses its
+network), so a dead worker never blocks the resume. While a run is held, every read and write
+of its journal travels on that same connection: a worker that lost its lock has lost the
+connection its writes need, so it cannot append after another worker took the run over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import ConfigurationError, JournalError, NotAJournal, RunBusy, StoreUnavailable, UnsupportedFormat
+from .events import Record, Step, decode, encode
+from .journal import FORMAT_VERSION, RunState
+
+T = TypeVar("T")
+
+# The schema says what it is: its `meta` table names the application and the format. A run's
+# events are keyed by (run, seq), so its journal is read in order from the primary key, and
+# `runs.final_seq` finds the final event with one lookup. The unique event key makes
+# appending an already journaled event a no-op. `data` is the event's JSON as text, exactly
+# as encoded, so a record read back is the record written.
+APPLICATION = "synaptum_lite"
+_SCHEMA = (
+    "CREATE SCHEMA IF NOT EXISTS {schema}",
+    "CREATE TABLE {schema}.meta (application text NOT NULL, format integer NOT NULL)",
+    """CREATE TABLE {schema}.runs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id text NOT NULL UNIQUE,
+    header text NOT NULL,
+    next_seq integer NOT NULL DEFAULT 0,
+    final_seq integer
+)""",
+    """CREATE TABLE {schema}.events (
+    run bigint NOT NULL REFERENCES {schema}.runs (id),
+    seq integer NOT NULL,
+    step_id text NOT NULL,
+    phase text NOT NULL,
+    attempt integer NOT NULL,
+    data text NOT NULL,
+    PRIMARY KEY (run, seq),
+    UNIQUE (run, step_id, phase, attempt)
+)""",
+)
+_CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_IDLE_LOCK_CONNECTIONS = 4  # kept open after a run is released, for the next hold
+
+# Runs held in this process, by (store, run_id), and those whose release is under way. A
+# generator abandoned mid-iteration releases its run when Python finalizes it, a few
+# iterations of the event loop later; before answering "busy" for a run held here, give that
+# finalizer its turns, and wait for a release that has begun (it needs a round trip).
+_HELD_HERE: set[tuple[str, str]] = set()
+_RELEASING: dict[tuple[str, str], asyncio.Event] = {}
+_FINALIZER_TURNS = 4
+
+
+@dataclass(slots=True)
+class _Link:
+    """A connection, the event loop it belongs to, and the lock that keeps one operation on it
+    at a time (a transaction must not interleave with another)."""
+
+    connection: Any  # psycopg.AsyncConnection
+    loop: asyncio.AbstractEventLoop
+    lock: asyncio.Lock
+
+    def usable(self) -> bool:
+        return self.loop is asyncio.get_running_loop() and not self.connection.closed
+
+    def abandon(self) -> None:
+        """Close the socket without a round trip (the server then ends the session and drops
+        its locks). Works from any loop, or none."""
+        with contextlib.suppress(Exception):
+            self.connection.pgconn.finish()
+
+
+class PostgresCheckpointer:
+    """A journal in a PostgreSQL database, in the tables of one schema (created on first use).
+
+    `url` is a libpq URL (`postgresql://user:password@host:5432/dbname`); `schema` lets several
+    journals share a database. Raises `NotAJournal` when the schema holds other tables and
+    `UnsupportedFormat` when it was written by a newer format version; neither changes it.
+    Connection loss raises `StoreUnavailable`: every append that returned is committed, and
+    the same checkpointer reconnects on its next call.
+
+    Calls on runs not held share one connection, one call at a time; each held run has its
+    own connection (the one holding its lock).
+    """
+
+    def __init__(self, url: str, *, schema: str = "synaptum_lite", connect_timeout: int = 10) -> None:
+        psycopg = _import_psycopg()
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            raise ConfigurationError(
+                "PostgresCheckpointer needs a URL like postgresql://user:password@host:5432/dbname, "
+                f"got {url if not isinstance(url, str) else _without_password(url, psycopg)!r}"
+            )
+        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+            raise ConfigurationError(
+                f"schema must be a lowercase SQL name (letters, digits, _; at most 63), got {schema!r}"
+            )
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise ConfigurationError(f"cannot read the PostgreSQL URL: {exc}") from None
+        self.url = url
+        self.schema = schema
+        self.location = f"{_without_password(url, psycopg)} (schema {schema})"
+        self._psycopg = psycopg
+        self._options = {
+            "autocommit": True,
+            **({} if "application_name" in params else {"application_name": "synaptum_lite"}),
+            **({} if "connect_timeout" in params else {"connect_timeout": connect_timeout}),
+        }
+        # where the advisory locks live: one database (whatever URL reaches it), one schema
+        self._store = f"{params.get('host', '')}:{params.get('port', '')}/{params.get('dbname', '')}/{schema}"
+        self._sql = {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
+        self._prepared = False
+        self._shared: _Link | None = None
+        self._idle: list[_Link] = []
+        self._held: dict[str, _Link] = {}
+        # an unclosed checkpointer still ends its sessions when it is collected
+        self._links: weakref.WeakSet[_Link] = weakref.WeakSet()
+        weakref.finalize(self, _abandon_all, self._links)
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer({self.location})"
+
+    # ── the protocol ──────────────────────────────────────────────────────────────────────
+
+    async def load(self, run_id: str) -> RunState:
+        row = await self._on(run_id, lambda c: self._fetchone(c, "load", (run_id,)))
+        if row is None:
+            return RunState(run_id=run_id, next_seq=0, header=None, final=None)
+        header, next_seq, *final = row
+        return RunState(
+            run_id=run_id,
+            next_seq=next_seq,
+            header=json.loads(header),
+            final=decode(run_id, Record(*final)) if final[0] is not None else None,  # type: ignore[arg-type]
+        )
+
+    async def start(self, run_id: str, header: dict[str, Any]) -> None:
+        text = json.dumps(header, sort_keys=True, ensure_ascii=False)
+        await self._on(run_id, lambda c: c.execute(self._sql["start"], (run_id, text)))
+
+    async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        encoded = [encode(event) for event in events]  # all or nothing: encode before writing
+        return await self._on(run_id, lambda c: self._append(c, run_id, encoded))
+
+    async def records(self, run_id: str) -> list[Record]:
+        async def read(connection: Any) -> list[Record]:
+            cursor = await connection.execute(self._sql["records"], (run_id,))
+            return [Record(*row) for row in await cursor.fetchall()]
+
+        return await self._on(run_id, read)
+
+    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._holding(run_id)
+
+    async def close(self) -> None:
+        """Close the connections of runs not held (a later call reopens them)."""
+        links, self._idle = [self._shared, *self._idle], []
+        self._shared = None
+        for link in links:
+            if link is not None:
+                await _close(link)
+
+    # ── the lock ──────────────────────────────────────────────────────────────────────────
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, run_id: str) -> AsyncIterator[None]:
+        key = (self._store, run_id)
+        lock_key = _lock_key(self.schema, run_id)
+        link = await self._try_lock(lock_key)
+        turns = 0
+        while link is None and key in _HELD_HERE and turns <= _FINALIZER_TURNS:
+            releasing = _RELEASING.get(key)
+            if releasing is not None:
+                await releasing.wait()
+            else:
+                await asyncio.sleep(0)
+                turns += 1
+            link = await self._try_lock(lock_key)
+        if link is None:
+            raise RunBusy(run_id, self.location)
+        _HELD_HERE.add(key)
+        self._held[run_id] = link
+        try:
+            yield
+        finally:
+            released = _RELEASING[key] = asyncio.Event()
+            try:
+                await self._unlock(link, lock_key)
+            finally:
+                if self._held.get(run_id) is link:
+                    del self._held[run_id]
+                _HELD_HERE.discard(key)
+                del _RELEASING[key]
+                released.set()
+
+    async def _try_lock(self, lock_key: int) -> _Link | None:
+        """A connection holding the run's advisory lock, or None when another session holds it."""
+        link = self._take_idle() or await self._connect()
+        try:
+            cursor = await link.connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key,))
+            (locked,) = await cursor.fetchone()
+        except BaseException as exc:
+            link.abandon()
+            if self._lost(exc):
+                raise self._unavailable(exc) from exc
+            raise
+        if not locked:
+            self._keep_idle(link)
+        return link if locked else None
+
+    async def _unlock(self, link: _Link, lock_key: int) -> None:
+        try:
+            cursor = await link.connection.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
+            (unlocked,) = await cursor.fetchone()
+        except BaseException as exc:
+            link.abandon()  # the session ends, and its lock with it
+            if self._lost(exc):
+                return  # the connection was lost: the server already dropped the lock
+            raise
+        if unlocked:
+            self._keep_idle(link)
+        else:  # never expected; a session whose locks we cannot account for is not reused
+            link.abandon()
+
+    def _take_idle(self) -> _Link | None:
+        while self._idle:
+            link = self._idle.pop()
+            if link.usable():
+                return link
+            link.abandon()
+        return None
+
+    def _keep_idle(self, link: _Link) -> None:
+        if len(self._idle) < _IDLE_LOCK_CONNECTIONS and link.usable():
+            self._idle.append(link)
+        else:
+            link.abandon()
+
+    # ── connections ───────────────────────────────────────────────────────────────────────
+
+    async def _on(self, run_id: str, work: Callable[[Any], Awaitable[T]]) -> T:
+        """Run `work` on the connection holding `run_id` when this checkpointer holds it, or
+        on the shared one. A held run never falls back to another connection: if the one
+        holding its lock is gone, so is the lock, and the run must stop."""
+        link = self._held.get(run_id)
+        if link is not None and not link.usable():
+            raise StoreUnavailable(self.location, f"the connection holding run {run_id!r} was lost, and its lock with it")
+        if link is None:
+            if self._shared is None or not self._shared.usable():
+                self._shared = await self._connect()
+            link = self._shared
+        async with link.lock:
+            try:
+                return await work(link.connection)
+            except self._psycopg.Error as exc:
+                if not self._lost(exc):
+                    raise
+                link.abandon()
+                raise self._unavailable(exc) from exc
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                link.abandon()  # stopped mid-statement: the session's state is unknown
+                raise
+
+    async def _connect(self) -> _Link:
+        try:
+            connection = await self._psycopg.AsyncConnection.connect(self.url, **self._options)
+        except self._psycopg.Error as exc:
+            raise self._unavailable(exc) from exc
+        link = _Link(connection, asyncio.get_running_loop(), asyncio.Lock())
+        self._links.add(link)
+        if not self._prepared:
+            try:
+                await self._prepare(connection)
+            except BaseException as exc:
+                link.abandon()
+                if self._lost(exc):
+                    raise self._unavailable(exc) from exc
+                raise
+            self._prepared = True
+        return link
+
+    async def _prepare(self, connection: Any) -> None:
+        """Check the schema is a journal this version reads; create it when it is absent."""
+        async with connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATING,))  # one creator
+            cursor = await connection.execute(_TABLES, (self.schema,))
+            tables = sorted(name for (name,) in await cursor.fetchall())
+            if "meta" in tables:
+                cursor = await connection.execute(f'SELECT application, format FROM "{self.schema}".meta')
+                row = await cursor.fetchone()
+                if row is None or row[0] != APPLICATION:
+                    raise NotAJournal(self.location, f"its meta table names {row[0] if row else 'no application'}")
+                if row[1] > FORMAT_VERSION:
+                    raise UnsupportedFormat(self.location, row[1], FORMAT_VERSION)
+                return
+            if tables:
+                raise NotAJournal(
+                    self.location, f"schema {self.schema} holds other tables: {', '.join(tables)}; pass another schema="
+                )
+            for statement in _SCHEMA:
+                await connection.execute(statement.format(schema=f'"{self.schema}"'))
+            await connection.execute(
+                f'INSERT INTO "{self.schema}".meta VALUES (%s, %s)', (APPLICATION, FORMAT_VERSION)
+            )
+
+    def _lost(self, exc: BaseException) -> bool:
+        """Whether `exc` means the connection is gone (as opposed to a mistake in a query)."""
+        return isinstance(exc, self._psycopg.OperationalError | self._psycopg.InterfaceError)
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreUnavailable(self.location, f"{type(exc).__name__}: {detail}")
+
+    # ── statements ────────────────────────────────────────────────────────────────────────
+
+    async def _fetchone(self, connection: Any, name: str, params: tuple[Any, ...]) -> Any:
+        cursor = await connection.execute(self._sql[name], params)
+        return await cursor.fetchone()
+
+    async def _append(self, connection: Any, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+        # The run's row is locked for the transaction: concurrent appenders, in this process
+        # or in another, take positions one after the other, never the same one twice.
+        async with connection.transaction():
+            row = await self._fetchone(connection, "lock_run", (run_id,))
+            if row is None:
+                raise JournalError(f"run {run_id!r} was never started; call start() first")
+            run, seq = row
+            final_seq = None
+            for step_id, phase, attempt, data in encoded:
+                cursor = await connection.execute(self._sql["insert"], (run, seq, step_id, phase, attempt, data))
+                if cursor.rowcount:
+                    if step_id.endswith("-final"):
+                        final_seq = seq
+                    seq += 1
+            if seq != row[1]:
+                await connection.execute(self._sql["advance"], (seq, final_seq, run))
+        return seq
+
+
+_STATEMENTS = {
+    "load": """SELECT r.header, r.next_seq, e.seq, e.step_id, e.phase, e.attempt, e.data
+FROM {schema}.runs r LEFT JOIN {schema}.events e ON e.run = r.id AND e.seq = r.final_seq
+WHERE r.run_id = %s""",
+    "start": "INSERT INTO {schema}.runs (run_id, header) VALUES (%s, %s) ON CONFLICT (run_id) DO NOTHING",
+    "lock_run": "SELECT id, next_seq FROM {schema}.runs WHERE run_id = %s FOR UPDATE",
+    # only the event key may conflict: a clash of (run, seq) is an error, never skipped
+    "insert": """INSERT INTO {schema}.events (run, seq, step_id, phase, attempt, data)
+VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run, step_id, phase, attempt) DO NOTHING""",
+    "advance": "UPDATE {schema}.runs SET next_seq = %s, final_seq = coalesce(%s, final_seq) WHERE id = %s",
+    "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
+FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
+}
+_TABLES = """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
+
+
+def _lock_key(schema: str, run_id: str) -> int:
+    """The advisory lock of a run: 64 bits of a hash of its schema and id. Two runs sharing a
+    key (odds of 2**-64) would only be told "busy" while the other runs."""
+    return int.from_bytes(hashlib.sha256(f"{schema}\0{run_id}".encode()).digest()[:8], "big", signed=True)
+
+
+async def _close(link: _Link) -> None:
+    if link.usable():
+        with contextlib.suppress(Exception):
+            await link.connection.close()
+            return
+    link.abandon()
+
+
+def _abandon_all(links: weakref.WeakSet[_Link]) -> None:
+    for link in list(links):
+        link.abandon()
+
+
+def _without_password(url: str, psycopg: Any) -> str:
+    """The URL as it may be shown: user, host, port and database, never the password."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return re.sub(r"//[^@/]*@", "//…@", url)
+    user = f"{params['user']}@" if params.get("user") else ""
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"postgresql://{user}{params.get('host', '')}{port}/{params.get('dbname', '')}"
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg.conninfo
+    except ImportError:
+        raise ConfigurationError(
+            "PostgresCheckpointer needs psycopg 3, which is not installed; "
+            "install the extra: pip install 'synaptum-lite[postgres]' (or uv sync --extra postgres)"
+        ) from None
+    return psycopg
