@@ -85,7 +85,7 @@ start)
     if [[ ! -f $data/PG_VERSION ]]; then
         mkdir -p "$dir"
         [[ $(id -u) -eq 0 ]] && chown postgres: "$dir"
-        as_owner "$bindir/initdb" -D "$data" -U synaptum --auth=trust --encoding=UTF8 --locale=C.UTF-8 >&2
+        as_owner "$bindir/initdb" -D "$data" -U synaptum --auth=trust --encoding=UTF8 --locale=C.UTF-8 --no-sync >&2
         port=$(free_port)
         {
             echo "listen_addresses = '127.0.0.1'"

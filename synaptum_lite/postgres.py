@@ -25,7 +25,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import ConfigurationError, JournalError, NotAJournal, RunBusy, StoreUnavailable, UnsupportedFormat
+from .errors import (
+    ConfigurationError,
+    JournalError,
+    NotAJournal,
+    RunBusy,
+    StoreUnavailable,
+    UnsupportedFormat,
+)
 from .events import Record, Step, decode, encode
 from .journal import FORMAT_VERSION, RunState
 
@@ -71,7 +78,7 @@ _RELEASING: dict[tuple[str, str], asyncio.Event] = {}
 _FINALIZER_TURNS = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Link:
     """A connection, the event loop it belongs to, and the lock that keeps one operation on it
     at a time (a transaction must not interleave with another)."""
@@ -103,16 +110,20 @@ class PostgresCheckpointer:
     own connection (the one holding its lock).
     """
 
-    def __init__(self, url: str, *, schema: str = "synaptum_lite", connect_timeout: int = 10) -> None:
+    def __init__(
+        self, url: str, *, schema: str = "synaptum_lite", connect_timeout: int = 10
+    ) -> None:
         psycopg = _import_psycopg()
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise ConfigurationError(
-                "PostgresCheckpointer needs a URL like postgresql://user:password@host:5432/dbname, "
+                "PostgresCheckpointer needs a URL like "
+                "postgresql://user:password@host:5432/dbname, "
                 f"got {url if not isinstance(url, str) else _without_password(url, psycopg)!r}"
             )
         if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
             raise ConfigurationError(
-                f"schema must be a lowercase SQL name (letters, digits, _; at most 63), got {schema!r}"
+                "schema must be a lowercase SQL name (letters, digits and _, at most 63), "
+                f"got {schema!r}"
             )
         try:
             params = psycopg.conninfo.conninfo_to_dict(url)
@@ -128,14 +139,16 @@ class PostgresCheckpointer:
             **({} if "connect_timeout" in params else {"connect_timeout": connect_timeout}),
         }
         # where the advisory locks live: one database (whatever URL reaches it), one schema
-        self._store = f"{params.get('host', '')}:{params.get('port', '')}/{params.get('dbname', '')}/{schema}"
+        self._store = (
+            f"{params.get('host', '')}:{params.get('port', '')}/{params.get('dbname', '')}/{schema}"
+        )
         self._sql = {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
         self._prepared = False
         self._shared: _Link | None = None
         self._idle: list[_Link] = []
         self._held: dict[str, _Link] = {}
-        # an unclosed checkpointer still ends its sessions when it is collected
-        self._links: weakref.WeakSet[_Link] = weakref.WeakSet()
+        # every open connection; an unclosed checkpointer ends their sessions when collected
+        self._links: set[_Link] = set()
         weakref.finalize(self, _abandon_all, self._links)
 
     def __repr__(self) -> str:
@@ -179,6 +192,7 @@ class PostgresCheckpointer:
         self._shared = None
         for link in links:
             if link is not None:
+                self._links.discard(link)
                 await _close(link)
 
     # ── the lock ──────────────────────────────────────────────────────────────────────────
@@ -221,7 +235,7 @@ class PostgresCheckpointer:
             cursor = await link.connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key,))
             (locked,) = await cursor.fetchone()
         except BaseException as exc:
-            link.abandon()
+            self._drop(link)
             if self._lost(exc):
                 raise self._unavailable(exc) from exc
             raise
@@ -234,28 +248,32 @@ class PostgresCheckpointer:
             cursor = await link.connection.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
             (unlocked,) = await cursor.fetchone()
         except BaseException as exc:
-            link.abandon()  # the session ends, and its lock with it
+            self._drop(link)  # the session ends, and its lock with it
             if self._lost(exc):
                 return  # the connection was lost: the server already dropped the lock
             raise
         if unlocked:
             self._keep_idle(link)
         else:  # never expected; a session whose locks we cannot account for is not reused
-            link.abandon()
+            self._drop(link)
+
+    def _drop(self, link: _Link) -> None:
+        self._links.discard(link)
+        link.abandon()
 
     def _take_idle(self) -> _Link | None:
         while self._idle:
             link = self._idle.pop()
             if link.usable():
                 return link
-            link.abandon()
+            self._drop(link)
         return None
 
     def _keep_idle(self, link: _Link) -> None:
         if len(self._idle) < _IDLE_LOCK_CONNECTIONS and link.usable():
             self._idle.append(link)
         else:
-            link.abandon()
+            self._drop(link)
 
     # ── connections ───────────────────────────────────────────────────────────────────────
 
@@ -265,9 +283,15 @@ class PostgresCheckpointer:
         holding its lock is gone, so is the lock, and the run must stop."""
         link = self._held.get(run_id)
         if link is not None and not link.usable():
-            raise StoreUnavailable(self.location, f"the connection holding run {run_id!r} was lost, and its lock with it")
+            raise StoreUnavailable(
+                self.location,
+                f"the connection holding run {run_id!r} was lost, and its lock with it",
+            )
         if link is None:
             if self._shared is None or not self._shared.usable():
+                if self._shared is not None:
+                    self._drop(self._shared)  # lost, or made in an event loop that has ended
+                self._shared = None
                 self._shared = await self._connect()
             link = self._shared
         async with link.lock:
@@ -276,10 +300,10 @@ class PostgresCheckpointer:
             except self._psycopg.Error as exc:
                 if not self._lost(exc):
                     raise
-                link.abandon()
+                self._drop(link)
                 raise self._unavailable(exc) from exc
             except (asyncio.CancelledError, KeyboardInterrupt):
-                link.abandon()  # stopped mid-statement: the session's state is unknown
+                self._drop(link)  # stopped mid-statement: the session's state is unknown
                 raise
 
     async def _connect(self) -> _Link:
@@ -293,7 +317,7 @@ class PostgresCheckpointer:
             try:
                 await self._prepare(connection)
             except BaseException as exc:
-                link.abandon()
+                self._drop(link)
                 if self._lost(exc):
                     raise self._unavailable(exc) from exc
                 raise
@@ -303,20 +327,28 @@ class PostgresCheckpointer:
     async def _prepare(self, connection: Any) -> None:
         """Check the schema is a journal this version reads; create it when it is absent."""
         async with connection.transaction():
-            await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATING,))  # one creator
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(%s)", (_CREATING,)
+            )  # one creator
             cursor = await connection.execute(_TABLES, (self.schema,))
             tables = sorted(name for (name,) in await cursor.fetchall())
             if "meta" in tables:
-                cursor = await connection.execute(f'SELECT application, format FROM "{self.schema}".meta')
+                cursor = await connection.execute(
+                    f'SELECT application, format FROM "{self.schema}".meta'
+                )
                 row = await cursor.fetchone()
                 if row is None or row[0] != APPLICATION:
-                    raise NotAJournal(self.location, f"its meta table names {row[0] if row else 'no application'}")
+                    raise NotAJournal(
+                        self.location, f"its meta table names {row[0] if row else 'no application'}"
+                    )
                 if row[1] > FORMAT_VERSION:
                     raise UnsupportedFormat(self.location, row[1], FORMAT_VERSION)
                 return
             if tables:
                 raise NotAJournal(
-                    self.location, f"schema {self.schema} holds other tables: {', '.join(tables)}; pass another schema="
+                    self.location,
+                    f"schema {self.schema} holds other tables: {', '.join(tables)}; "
+                    "give the checkpointer another schema=",
                 )
             for statement in _SCHEMA:
                 await connection.execute(statement.format(schema=f'"{self.schema}"'))
@@ -338,7 +370,9 @@ class PostgresCheckpointer:
         cursor = await connection.execute(self._sql[name], params)
         return await cursor.fetchone()
 
-    async def _append(self, connection: Any, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+    async def _append(
+        self, connection: Any, run_id: str, encoded: list[tuple[str, str, int, str]]
+    ) -> int:
         # The run's row is locked for the transaction: concurrent appenders, in this process
         # or in another, take positions one after the other, never the same one twice.
         async with connection.transaction():
@@ -348,7 +382,9 @@ class PostgresCheckpointer:
             run, seq = row
             final_seq = None
             for step_id, phase, attempt, data in encoded:
-                cursor = await connection.execute(self._sql["insert"], (run, seq, step_id, phase, attempt, data))
+                cursor = await connection.execute(
+                    self._sql["insert"], (run, seq, step_id, phase, attempt, data)
+                )
                 if cursor.rowcount:
                     if step_id.endswith("-final"):
                         final_seq = seq
@@ -362,12 +398,14 @@ _STATEMENTS = {
     "load": """SELECT r.header, r.next_seq, e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.runs r LEFT JOIN {schema}.events e ON e.run = r.id AND e.seq = r.final_seq
 WHERE r.run_id = %s""",
-    "start": "INSERT INTO {schema}.runs (run_id, header) VALUES (%s, %s) ON CONFLICT (run_id) DO NOTHING",
+    "start": """INSERT INTO {schema}.runs (run_id, header) VALUES (%s, %s)
+ON CONFLICT (run_id) DO NOTHING""",
     "lock_run": "SELECT id, next_seq FROM {schema}.runs WHERE run_id = %s FOR UPDATE",
     # only the event key may conflict: a clash of (run, seq) is an error, never skipped
     "insert": """INSERT INTO {schema}.events (run, seq, step_id, phase, attempt, data)
 VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run, step_id, phase, attempt) DO NOTHING""",
-    "advance": "UPDATE {schema}.runs SET next_seq = %s, final_seq = coalesce(%s, final_seq) WHERE id = %s",
+    "advance": """UPDATE {schema}.runs SET next_seq = %s, final_seq = coalesce(%s, final_seq)
+WHERE id = %s""",
     "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
 }
@@ -378,7 +416,9 @@ WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
 def _lock_key(schema: str, run_id: str) -> int:
     """The advisory lock of a run: 64 bits of a hash of its schema and id. Two runs sharing a
     key (odds of 2**-64) would only be told "busy" while the other runs."""
-    return int.from_bytes(hashlib.sha256(f"{schema}\0{run_id}".encode()).digest()[:8], "big", signed=True)
+    return int.from_bytes(
+        hashlib.sha256(f"{schema}\0{run_id}".encode()).digest()[:8], "big", signed=True
+    )
 
 
 async def _close(link: _Link) -> None:
@@ -389,8 +429,8 @@ async def _close(link: _Link) -> None:
     link.abandon()
 
 
-def _abandon_all(links: weakref.WeakSet[_Link]) -> None:
-    for link in list(links):
+def _abandon_all(links: set[_Link]) -> None:
+    for link in links:
         link.abandon()
 
 

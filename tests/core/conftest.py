@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from synaptum_lite import MemoryCheckpointer, SqliteCheckpointer
+from tests.postgres.store import postgres_store
 
 STORES: dict[str, Callable[[Path], Any]] = {
     "memory": lambda tmp: MemoryCheckpointer(),
     "sqlite": lambda tmp: SqliteCheckpointer(tmp / "runs.db"),
+    # skipped, saying how to enable it, unless SYNAPTUM_TEST_POSTGRES_URL names a server
+    "postgres": postgres_store,
 }
 
 
