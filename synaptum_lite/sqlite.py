@@ -21,7 +21,9 @@ import json
 import os
 import sqlite3
 import struct
+import queue
 import threading
+import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -78,8 +80,9 @@ class SqliteCheckpointer:
             )
         self.path = Path(path)
         self.durability = durability
-        self._connection: sqlite3.Connection | None = None
-        self._mutex = threading.Lock()
+        self._database = _Database(self.path, durability)
+        self._requests: queue.SimpleQueue[Any] | None = None
+        self._starting = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path.name!r})"
@@ -87,7 +90,7 @@ class SqliteCheckpointer:
     # ── the protocol ──────────────────────────────────────────────────────────────────────
 
     async def load(self, run_id: str) -> RunState:
-        row, final = await self._in_thread(self._load, run_id)
+        row, final = await self._call(self._database.load, run_id)
         return RunState(
             run_id=run_id,
             next_seq=row[1] if row else 0,
@@ -97,14 +100,14 @@ class SqliteCheckpointer:
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
         text = json.dumps(header, sort_keys=True, ensure_ascii=False)
-        await self._in_thread(self._start, run_id, text)
+        await self._call(self._database.start, run_id, text)
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
         encoded = [encode(event) for event in events]  # all or nothing: encode before writing
-        return await self._in_thread(self._append, run_id, encoded)
+        return await self._call(self._database.append, run_id, encoded)
 
     async def records(self, run_id: str) -> list[Record]:
-        return await self._in_thread(self._records, run_id)
+        return await self._call(self._database.records, run_id)
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         lock_path = self.path.with_name(self.path.name + ".lock")
@@ -124,30 +127,95 @@ class SqliteCheckpointer:
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
-        await self._in_thread(self._close)
+        await self._call(self._database.close)
 
-    # ── in the worker thread ──────────────────────────────────────────────────────────────
+    # ── one connection, one thread ───────────────────────────────────────────────────────
+    #
+    # The connection lives in a thread of its own, which runs every call in order, so a
+    # commit (an fsync, in the durable mode) never stalls the event loop. The thread ends,
+    # closing the connection, when the checkpointer is garbage collected.
 
-    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+    async def _call(self, function: Callable[..., T], *args: Any) -> T:
         import asyncio  # imported here: `import synaptum_lite` stays light
 
-        return await asyncio.to_thread(self._locked, function, *args)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._worker().put((loop, future, function, args))
+        return await future
 
-    def _locked(self, function: Callable[..., T], *args: Any) -> T:
-        with self._mutex:
-            try:
-                return function(self._connect(), *args)
-            except sqlite3.DatabaseError as exc:
-                if self._connection is not None and "not a database" in str(exc):
-                    self._close()
-                    raise NotAJournal(self.path.name, "SQLite says: file is not a database") from exc
-                raise StoreUnavailable(self.path.name, f"{type(exc).__name__}: {exc}") from exc
+    def _worker(self) -> queue.SimpleQueue[Any]:
+        with self._starting:
+            if self._requests is None:
+                self._requests = queue.SimpleQueue()
+                threading.Thread(
+                    target=_serve, args=(self._requests, self._database), name=f"sqlite:{self.path.name}", daemon=True
+                ).start()
+                weakref.finalize(self, self._requests.put, None)
+            return self._requests
+
+
+def _serve(requests: queue.SimpleQueue[Any], database: _Database) -> None:
+    while (request := requests.get()) is not None:
+        loop, future, function, args = request
+        try:
+            outcome = (function(*args), None)
+        except BaseException as exc:  # delivered to the awaiting coroutine, raised there
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(_settle, future, *outcome)
+        except RuntimeError:  # that event loop is closed: nobody is waiting any more
+            pass
+    database.close()
+
+
+def _settle(future: Any, result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+class _Database:
+    """The connection and every statement; used by the checkpointer's thread only."""
+
+    def __init__(self, path: Path, durability: str) -> None:
+        self.path = path
+        self.durability = durability
+        self._connection: sqlite3.Connection | None = None
+
+    def load(self, run_id: str) -> tuple[Any, Any]:
+        return self._run(self._load, run_id)
+
+    def start(self, run_id: str, header: str) -> None:
+        return self._run(self._start, run_id, header)
+
+    def append(self, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+        return self._run(self._append, run_id, encoded)
+
+    def records(self, run_id: str) -> list[Record]:
+        return self._run(self._records, run_id)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _run(self, function: Callable[..., T], *args: Any) -> T:
+        try:
+            return function(self._connect(), *args)
+        except sqlite3.DatabaseError as exc:
+            if self._connection is not None and "not a database" in str(exc):
+                self.close()
+                raise NotAJournal(self.path.name, "SQLite says: file is not a database") from exc
+            raise StoreUnavailable(self.path.name, f"{type(exc).__name__}: {exc}") from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        connection = sqlite3.connect(self.path, isolation_level=None)
         try:
             self._prepare(connection)
         except BaseException:
@@ -181,11 +249,6 @@ class SqliteCheckpointer:
                 connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 connection.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
             connection.execute("COMMIT")
-
-    def _close(self, _connection: sqlite3.Connection | None = None) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
     @staticmethod
     def _load(connection: sqlite3.Connection, run_id: str) -> tuple[Any, Any]:
