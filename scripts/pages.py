@@ -183,11 +183,11 @@ def mismatch(path: Path, notebook: dict[str, Any], run: NotebookRun) -> str | No
         difflib.unified_diff(
             expected_lines,
             printed_lines,
-            fromfile=f"page {page_url(path)} · {EXPECTED_HEADING} ({block_cell})",
+            fromfile=f"page {page_url(path)} · {EXPECTED_HEADING}, {block_cell}",
             tofile=f"{relative(path)} · printed when run",
         )
     )
-    diff = [_name_hunk(line, run) for line in diff]
+    diff = _name_hunks(diff, run)
     first = _first_difference(expected_lines, printed_lines)
     culprit = run.cell_of_line(first) if first is not None else None
     where = f", printed by {culprit.describe()}" if culprit else ""
@@ -209,14 +209,22 @@ def _first_difference(expected: list[str], printed: list[str]) -> int | None:
     return None
 
 
-def _name_hunk(line: str, run: NotebookRun) -> str:
-    """Append to a hunk header the cell that printed the hunk's first printed line."""
-    match = re.match(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", line)
-    if not match:
-        return line
-    start = max(int(match.group(1)) - 1, 0)
-    cell = run.cell_of_line(start)
-    return f"{line.rstrip()} {cell.describe()}\n" if cell else line
+def _name_hunks(diff: list[str], run: NotebookRun) -> list[str]:
+    """Append to each hunk header the cell that printed the hunk's first changed line."""
+    named = list(diff)
+    header, printed_line = None, 0
+    for position, line in enumerate(diff):
+        match = re.match(r"^@@ -\S+ \+(\d+)(?:,\d+)? @@", line)
+        if match:
+            header, printed_line = position, max(int(match.group(1)) - 1, 0)
+        elif header is not None and line.startswith(("+", "-")) and not line.startswith("+++"):
+            cell = run.cell_of_line(printed_line)
+            if cell:
+                named[header] = f"{diff[header].rstrip()} {cell.describe()}\n"
+            header = None
+        elif header is not None and line.startswith(" "):
+            printed_line += 1
+    return named
 
 
 # ── Storage: notebooks are kept without outputs or volatile metadata ─────────

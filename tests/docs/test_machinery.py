@@ -131,25 +131,32 @@ def test_a_different_character_fails_with_a_diff_naming_page_notebook_and_cell()
 
 
 def test_the_update_command_rewrites_exactly_the_changed_character(tmp_path: Path) -> None:
-    # A copy of the tree the notebook needs: itself, and comun.py one folder up.
+    # A copy of the tree notebook 02 needs (itself, and comun.py one folder up), first made
+    # right by the update command, so that this test does not depend on the page's state.
     (tmp_path / "propiedades").mkdir()
     shutil.copy(NOTEBOOKS / "comun.py", tmp_path / "comun.py")
     copy = tmp_path / "propiedades" / NOTEBOOK_02.name
-    original = NOTEBOOK_02.read_text(encoding="utf-8")
-    broken = original.replace("journal: 4 eventos", "journal: 5 eventos", 1)
-    assert broken != original
+    shutil.copy(NOTEBOOK_02, copy)
+    assert update_pages.main([str(copy)]) == 0
+    right = copy.read_text(encoding="utf-8")
+
+    notebook = read_notebook(copy)
+    block = expected_block(notebook).text
+    one_character_off = block.replace("×1", "×7", 1)
+    assert one_character_off != block
+    broken = dumps(with_expected(notebook, one_character_off))
     copy.write_text(broken, encoding="utf-8")
 
     assert update_pages.main(["--check", str(copy)]) == 1
     assert update_pages.main([str(copy)]) == 0
     repaired = copy.read_text(encoding="utf-8")
-    assert repaired == original
+    assert repaired == right
     changes = [
         line
         for line in difflib.ndiff(broken.splitlines(), repaired.splitlines())
         if line.startswith(("-", "+"))
     ]
-    assert len(changes) == 2 and "5 eventos" in changes[0] and "4 eventos" in changes[1]
+    assert len(changes) == 2 and "×7" in changes[0] and "×1" in changes[1]
 
 
 def test_the_block_can_hold_any_output() -> None:
