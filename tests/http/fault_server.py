@@ -25,6 +25,7 @@ class Exchange:
 
     scenario: str
     number: int  # 1 for the first request this scenario received
+    path: str
     headers: dict[str, str]
     body: Any
     reader: asyncio.StreamReader
@@ -139,9 +140,11 @@ class FaultServer:
         path = request_line.split(" ")[1]
         scenario = path.strip("/").split("/")[0]
         self._counts[scenario] = self._counts.get(scenario, 0) + 1
-        exchange = Exchange(
-            scenario, self._counts[scenario], headers, json.loads(raw or b"null"), reader, writer
-        )
+        try:
+            body: Any = json.loads(raw or b"null")
+        except ValueError:
+            body = raw.decode("latin-1")  # a form, say
+        exchange = Exchange(scenario, self._counts[scenario], path, headers, body, reader, writer)
         self.requests.append(exchange)
         watcher = asyncio.create_task(self._watch(exchange))
         try:

@@ -1,0 +1,197 @@
+"""The Axonium platform SDK as a gateway: chat completions through `axonium.AsyncAxonium`.
+
+Needs the `axonium` extra (`pip install 'synaptum-lite[axonium]'`). Selected by
+`AXONIUM_CLIENT_ID` (with `AXONIUM_CLIENT_SECRET`); the SDK reads its own `AXONIUM_*`
+settings (`AXONIUM_GATEWAY_BASE_URL` among them) and mints its own tokens.
+
+The SDK's own retries are switched off (`RetryPolicy(max_attempts=1)`): retrying is the loop's
+job, and a retry the loop does not see is an attempt the journal does not record. SDK errors
+become `ProviderError` with the SDK's own verdict on `retryable` and `retry_after`; a stream cut
+mid-way and a transport failure are retryable (a model call is safe to repeat here: its result
+is journaled only once it completes). The client secret never reaches a message this module
+builds: the SDK holds it as a `SecretStr`, and `_redact` removes it from what the SDK says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from .errors import ConfigurationError, ProviderError
+from .gateway import LocalGateway
+from .http import _tool_call, _wire_message
+from .messages import ModelRequest, ModelResponse, Usage
+from .tools import Tool
+
+INSTALL = "pip install 'synaptum-lite[axonium]' (or: uv sync --extra axonium)"
+ENV_CLIENT_ID = "AXONIUM_CLIENT_ID"
+
+
+def _sdk() -> Any:
+    try:
+        import axonium
+    except ImportError:
+        raise ConfigurationError(
+            f"{ENV_CLIENT_ID} is set, so the Axonium platform SDK was asked for, but the "
+            f"`axonium` package is not installed; install the extra: {INSTALL}"
+        ) from None
+    return axonium
+
+
+class AxoniumGateway(LocalGateway):
+    """A model on the Axonium platform, reached through its SDK; tools run locally.
+
+    `client` is an `axonium.AsyncAxonium` to use as is. Without one, a client is built from
+    `settings` (any `AxoniumConfig` field) and the environment, with the SDK's retries off.
+    The model name sent is the request's (the agent's `model`), or `model` when a request
+    carries none.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: Any = None,
+        model: str | None = None,
+        tools: Iterable[Tool] | None = None,
+        **settings: Any,
+    ) -> None:
+        self._axonium = _sdk()
+        super().__init__(tools=tools)
+        self.model = model
+        self._settings = settings
+        self._given = client
+        self._client: Any = client
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if client is None:
+            self._client = self._build_client()  # fails now, not at the first call
+        config = self._client.config
+        self.base_url = config.gateway_base_url
+        self._secret = (
+            config.client_secret.get_secret_value() if config.client_secret is not None else None
+        )
+
+    @classmethod
+    def from_env(
+        cls, *, tools: Iterable[Tool] | None = None, environ: Mapping[str, str] | None = None
+    ) -> AxoniumGateway:
+        """Build the gateway from the SDK's `AXONIUM_*` variables and `SYNAPTUM_MODEL`.
+
+        Raises `ConfigurationError` when the SDK is missing or the credentials are incomplete.
+        """
+        env = os.environ if environ is None else environ
+        settings: dict[str, Any] = {}
+        if environ is not None:  # the SDK reads os.environ itself; a mapping is passed on
+            for field in ("client_id", "client_secret", "gateway_base_url", "scope"):
+                value = env.get(f"AXONIUM_{field.upper()}")
+                if value:
+                    settings[field] = value
+        return cls(model=env.get("SYNAPTUM_MODEL") or None, tools=tools, **settings)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    # ── the two model calls ─────────────────────────────────────────────────────────────────
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        sdk = self._axonium
+        try:
+            completion = await self._current().chat.completions.create(**self._arguments(request))
+        except sdk.AxoniumError as exc:
+            raise self._provider_error(exc) from None
+        calls = tuple(
+            _tool_call(index, call.id, call.function.model_dump())
+            for index, call in enumerate(completion.tool_calls)
+        )
+        return ModelResponse(
+            text=completion.content or None, tool_calls=calls, usage=_usage(completion.usage)
+        )
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        sdk = self._axonium
+        try:
+            # Leaving this block (also by `aclose()`) closes the SDK's stream and its response.
+            async with self._current().chat.completions.stream(**self._arguments(request)) as s:
+                async for chunk in s:
+                    if chunk.content:
+                        yield chunk.content
+                calls = tuple(
+                    _tool_call(index, call.id, call.function.model_dump())
+                    for index, call in enumerate(s.tool_calls)
+                )
+                response = ModelResponse(
+                    text=s.content or None, tool_calls=calls, usage=_usage(s.usage())
+                )
+        except sdk.AxoniumError as exc:
+            raise self._provider_error(exc) from None
+        yield response
+
+    # ── helpers ─────────────────────────────────────────────────────────────────────────────
+
+    def _build_client(self) -> Any:
+        sdk = self._axonium
+        try:
+            return sdk.AsyncAxonium(retry=sdk.RetryPolicy(max_attempts=1), **self._settings)
+        except sdk.ConfigurationError as exc:
+            raise ConfigurationError(
+                f"the Axonium SDK cannot be configured: {exc} "
+                f"(set {ENV_CLIENT_ID} and AXONIUM_CLIENT_SECRET)"
+            ) from None
+
+    def _current(self) -> Any:
+        """The client, rebuilt when the event loop changed (an httpx pool is bound to one)."""
+        loop = asyncio.get_running_loop()
+        if self._given is None and self._loop is not None and self._loop is not loop:
+            self._client = self._build_client()
+        self._loop = loop
+        return self._client
+
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": request.model or self.model or "",
+            "messages": [_wire_message(m) for m in request.messages],
+        }
+        if request.tools:
+            arguments["tools"] = [
+                {"type": "function", "function": t.to_json()} for t in request.tools
+            ]
+        return arguments
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "[redacted]") if self._secret else text
+
+    def _provider_error(self, exc: Exception) -> ProviderError:
+        sdk = self._axonium
+        where = f"Axonium at {self.base_url}"
+        if isinstance(exc, sdk.APIError):
+            wait = f", Retry-After {exc.retry_after:g} s" if exc.retry_after is not None else ""
+            message = f"{where} answered HTTP {exc.status}{wait}: {exc}"
+            return ProviderError(
+                self._redact(message),
+                retryable=bool(exc.retryable),
+                status=exc.status,
+                retry_after=exc.retry_after,
+            )
+        if isinstance(exc, sdk.OAuthError):
+            message = (
+                f"{where} refused the credentials ({type(exc).__name__}: {exc}); "
+                f"check {ENV_CLIENT_ID} and AXONIUM_CLIENT_SECRET"
+            )
+            return ProviderError(self._redact(message), retryable=False)
+        if isinstance(exc, sdk.TransportError | sdk.StreamInterruptedError):
+            message = f"{where} failed in transit ({type(exc).__name__}: {exc})"
+            return ProviderError(self._redact(message), retryable=True)
+        message = f"{where}: the SDK refused the call ({type(exc).__name__}: {exc})"
+        return ProviderError(self._redact(message), retryable=False)
+
+
+def _usage(usage: Any) -> Usage:
+    """The SDK's `Usage` (or `None`) as `Usage`; what it did not report stays `None`."""
+    if usage is None:
+        return Usage()
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_tokens=usage.cache_read_tokens,
+    )
