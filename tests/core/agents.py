@@ -1,7 +1,9 @@
 """The agents the core's tests drive: a cashier with three tools, idempotent and not.
 
 Also run as a child process by the kill tests:
-`python -m tests.core.agents DB RUN_ID EFFECTS [--die-at N] [--die-in TOOL] [--operator]`.
+`python -m tests.core.agents STORE RUN_ID EFFECTS [--die-at N] [--die-in TOOL] [--operator]`.
+STORE is a SQLite file, or a PostgreSQL URL with the schema after `#`
+(`postgresql://user@host:port/db#schema`).
 `--die-at N` SIGKILLs the process right after it receives the N-th step; `--stall-in TOOL` hangs inside TOOL
 after its effect, holding the run; `--die-in TOOL`
 SIGKILLs it inside TOOL, after its effect and before the step completes; `--operator` resolves
@@ -23,6 +25,7 @@ from typing import Annotated
 
 from synaptum_lite import (
     Agent,
+    Checkpointer,
     FinalStep,
     Risk,
     Role,
@@ -103,9 +106,19 @@ def double() -> ScriptedGateway:
 TASK = "Transfiere 100 € de ES91 a ES12 y avisa."
 
 
-async def drive(db: Path, run_id: str, die_at: int | None, operator: bool) -> None:
+def open_store(location: str) -> Checkpointer:
+    """The checkpointer a location names: a PostgreSQL URL (`URL#schema`), else a SQLite file."""
+    if location.startswith("postgresql://"):
+        from synaptum_lite.postgres import PostgresCheckpointer
+
+        url, _, schema = location.partition("#")
+        return PostgresCheckpointer(url, schema=schema or "synaptum_lite")
+    return SqliteCheckpointer(location)
+
+
+async def drive(store: str, run_id: str, die_at: int | None, operator: bool) -> None:
     gateway = double()
-    session = Session(run_id, gateway, SqliteCheckpointer(db))
+    session = Session(run_id, gateway, open_store(store))
     seen = 0
     while True:
         try:
@@ -138,7 +151,7 @@ async def drive(db: Path, run_id: str, die_at: int | None, operator: bool) -> No
 def main(argv: list[str]) -> None:
     global EFFECTS, DIE_IN, STALL_IN
     parser = argparse.ArgumentParser()
-    parser.add_argument("db", type=Path)
+    parser.add_argument("store")
     parser.add_argument("run_id")
     parser.add_argument("effects", type=Path)
     parser.add_argument("--die-at", type=int)
@@ -147,7 +160,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--operator", action="store_true")
     args = parser.parse_args(argv)
     EFFECTS, DIE_IN, STALL_IN = args.effects, args.die_in, args.stall_in
-    asyncio.run(drive(args.db, args.run_id, args.die_at, args.operator))
+    asyncio.run(drive(args.store, args.run_id, args.die_at, args.operator))
 
 
 if __name__ == "__main__":

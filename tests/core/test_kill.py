@@ -3,7 +3,8 @@
 The oracle: killed at every journal boundary (and inside a tool, after its effect), the run
 ends with the same answer and the same completed steps as an uninterrupted run; every model
 call is paid once; no effect happens twice. Effects are counted by the tools themselves, in
-a file that survives the kill.
+a file that survives the kill. Every test runs on SQLite and on PostgreSQL (skipped, saying
+how to enable it, when no server is configured).
 """
 
 from __future__ import annotations
@@ -17,17 +18,27 @@ from pathlib import Path
 
 import pytest
 
-from synaptum_lite import FinalStep, ModelStep, Phase, SqliteCheckpointer, ToolStep, load_events
+from synaptum_lite import FinalStep, ModelStep, Phase, ToolStep, load_events
+from tests.postgres.store import postgres_location
 
-from .agents import ANSWER
+from .agents import ANSWER, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS_OF_A_WHOLE_RUN = 15  # 4 model steps × 2 + 3 tool steps × 2 + the final step
 
 
-def child(tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[str]:
+STORE_KINDS = ["sqlite", "postgres"]
+
+
+def store_in(kind: str, tmp: Path) -> str:
+    """Where a test's journal lives, as a child process is told: a SQLite file in the test's
+    folder, or a schema of the test's own on the PostgreSQL test server."""
+    return str(tmp / "runs.db") if kind == "sqlite" else postgres_location(tmp)
+
+
+def child(store: str, tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.core.agents", str(tmp / "runs.db"), run_id, str(tmp / f"{run_id}.effects"), *flags],
+        [sys.executable, "-m", "tests.core.agents", store, run_id, str(tmp / f"{run_id}.effects"), *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -35,10 +46,10 @@ def child(tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[st
     )
 
 
-def completed_steps(tmp: Path, run_id: str) -> list[tuple[str, object]]:
+def completed_steps(store: str, run_id: str) -> list[tuple[str, object]]:
     """Each completed step and what it recorded: the model's answer (and the fingerprint of
     the context it answered), the tool's result, the final text."""
-    events = asyncio.run(load_events(SqliteCheckpointer(tmp / "runs.db"), run_id))
+    events = asyncio.run(load_events(open_store(store), run_id))
     recorded = {
         ModelStep: lambda e: (e.fingerprint, e.response),
         ToolStep: lambda e: e.result,
@@ -57,28 +68,37 @@ def model_calls(result: subprocess.CompletedProcess[str]) -> int:
     return sum(int(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("model_calls"))
 
 
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    tmp = tmp_path_factory.mktemp("uninterrupted")
-    result = child(tmp, "oracle")
+def uninterrupted(
+    kind: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path, subprocess.CompletedProcess[str]]:
+    tmp = tmp_path_factory.mktemp(f"uninterrupted-{kind}")
+    store = store_in(kind, tmp)
+    result = child(store, tmp, "oracle")
     assert result.returncode == 0, result.stderr
-    return tmp, result
+    return store, tmp, result
 
 
 def test_the_uninterrupted_run_pays_four_model_calls_and_each_effect_once(uninterrupted):
-    tmp, result = uninterrupted
+    _, tmp, result = uninterrupted
     assert f"final {ANSWER}" in result.stdout
     assert model_calls(result) == 4
     assert effects(tmp, "oracle") == {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
 
 
 @pytest.mark.parametrize("kill_after", range(1, EVENTS_OF_A_WHOLE_RUN + 1))
-def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(tmp_path, uninterrupted, kill_after):
-    oracle_tmp, _ = uninterrupted
-    killed = child(tmp_path, "r", "--die-at", str(kill_after))
+def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(tmp_path, kind, uninterrupted, kill_after):
+    oracle_store, _, _ = uninterrupted
+    store = store_in(kind, tmp_path)
+    killed = child(store, tmp_path, "r", "--die-at", str(kill_after))
     assert killed.returncode == -signal.SIGKILL
 
-    resumed = child(tmp_path, "r", "--operator")
+    resumed = child(store, tmp_path, "r", "--operator")
     assert resumed.returncode == 0, resumed.stderr
     assert f"final {ANSWER}" in resumed.stdout
     # every model call is paid exactly once across both processes: the killed one paid for
@@ -87,7 +107,7 @@ def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(tmp_path, uninte
     counts = effects(tmp_path, "r")
     assert all(counts[name] <= 1 for name in ("transferir", "notificar")), counts
     assert counts == {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
-    assert completed_steps(tmp_path, "r") == completed_steps(oracle_tmp, "oracle")
+    assert completed_steps(store, "r") == completed_steps(oracle_store, "oracle")
 
 
 def _model_steps_completed_before(kill_after: int) -> int:
@@ -98,18 +118,19 @@ def _model_steps_completed_before(kill_after: int) -> int:
 
 
 @pytest.mark.parametrize("tool_name", ["consultar_saldo", "transferir", "notificar"])
-def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(tmp_path, uninterrupted, tool_name):
-    oracle_tmp, _ = uninterrupted
-    killed = child(tmp_path, "r", "--die-in", tool_name)
+def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(tmp_path, kind, uninterrupted, tool_name):
+    oracle_store, _, _ = uninterrupted
+    store = store_in(kind, tmp_path)
+    killed = child(store, tmp_path, "r", "--die-in", tool_name)
     assert killed.returncode == -signal.SIGKILL
 
-    blind = child(tmp_path, "r")
+    blind = child(store, tmp_path, "r")
     if tool_name == "consultar_saldo":  # idempotent: simply runs again
         assert blind.returncode == 0, blind.stderr
     else:  # not idempotent: the runtime does not guess
         assert blind.returncode == 3
         assert "uncertain" in blind.stdout and tool_name in blind.stdout
-        resolved = child(tmp_path, "r", "--operator")
+        resolved = child(store, tmp_path, "r", "--operator")
         assert resolved.returncode == 0, resolved.stderr
         assert f"final {ANSWER}" in resolved.stdout
     counts = effects(tmp_path, "r")
@@ -117,4 +138,4 @@ def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(tmp_path, unint
     if tool_name == "consultar_saldo":
         expected["consultar_saldo"] = 2  # ran, was killed before completing, ran again: allowed
     assert counts == expected
-    assert completed_steps(tmp_path, "r") == completed_steps(oracle_tmp, "oracle")
+    assert completed_steps(store, "r") == completed_steps(oracle_store, "oracle")

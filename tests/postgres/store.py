@@ -52,6 +52,14 @@ def postgres_store(tmp: Path):
     return PostgresCheckpointer(url, schema=schema_for(tmp))
 
 
+def postgres_location(tmp: Path) -> str:
+    """The test server and the schema of the test that owns `tmp`, as `URL#schema`: how a
+    child process of the kill tests is told where the journal lives."""
+    url = require_server()
+    _drop_schemas_at_exit()
+    return f"{url}#{schema_for(tmp)}"
+
+
 @functools.cache
 def _drop_schemas_at_exit() -> None:
     atexit.register(drop_session_schemas)
