@@ -1,0 +1,49 @@
+"""notebooks/comun.py: the header every notebook prints, and the choice of model."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from scripts.pages import NOTEBOOKS
+
+
+@pytest.fixture
+def comun(monkeypatch: pytest.MonkeyPatch):
+    for name in ("SYNAPTUM_BASE_URL", "SYNAPTUM_MODEL", "AXONIUM_CLIENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))
+    sys.modules.pop("comun", None)
+    return importlib.import_module("comun")
+
+
+def test_the_header_is_a_blank_line_the_title_its_rule_the_mode_and_a_blank_line(
+    comun, capsys
+) -> None:
+    comun.encabezado("02 · Reanudar")
+    assert capsys.readouterr().out == (
+        "\n02 · Reanudar\n─────────────\n"
+        "sin inferencia · respuestas guionizadas "
+        "(exporta SYNAPTUM_BASE_URL para usar un modelo real)\n\n"
+    )
+
+
+def test_without_model_variables_the_gateway_is_the_scripted_double(comun) -> None:
+    from synaptum_lite.testing import ScriptedGateway, says
+
+    puerta = comun.gateway([says("hola")])
+    assert isinstance(puerta, ScriptedGateway)
+    assert puerta.model_calls == 0
+    assert comun.nombre_del_modelo() == "guionizado"
+
+
+@pytest.mark.parametrize("variable", ["SYNAPTUM_BASE_URL", "AXONIUM_CLIENT_ID"])
+def test_a_real_model_variable_is_not_silently_ignored(comun, monkeypatch, variable) -> None:
+    monkeypatch.setenv(variable, "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SYNAPTUM_MODEL", "un-modelo")
+    assert comun.nombre_del_modelo() == "un-modelo"
+    assert comun.linea_de_modo().startswith("con inferencia")
+    with pytest.raises(comun.ModeloRealNoDisponible, match=variable):
+        comun.gateway([])
