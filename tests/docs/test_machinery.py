@@ -50,7 +50,7 @@ def page(tmp_path: Path, name: str, *code: str, expected: str = "") -> Path:
 
 @pytest.fixture(scope="module")
 def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRun]:
-    """Three tiny notebooks, run in fresh kernels at once, with model variables set."""
+    """Four tiny notebooks, run in fresh kernels at once, with model variables set."""
     folder = tmp_path_factory.mktemp("notebooks")
     paths = [
         page(
@@ -68,6 +68,7 @@ def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRu
             "print('nunca')",
         ),
         page(folder, "ruido", "import sys\nprint('a', file=sys.stderr)", "1 + 1"),
+        page(folder, "muere", "print('hasta aquí', flush=True)", "import os\nos._exit(3)"),
     ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9")
@@ -97,6 +98,12 @@ def test_stderr_and_shown_values_are_problems_not_output(small_runs) -> None:
     assert len(problems) == 2
     assert "wrote to stderr" in problems[0]
     assert "shows a value (execute_result)" in problems[1]
+
+
+def test_a_kernel_that_dies_fails_its_notebook(small_runs) -> None:
+    run = small_runs["muere"]
+    assert run.printed == "hasta aquí\n"
+    assert run.problems() == ["the kernel of muere.ipynb exited with code 3"]
 
 
 def test_the_kernel_environment_drops_every_model_variable() -> None:
