@@ -22,6 +22,7 @@ inside our runner.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -109,7 +110,14 @@ def main() -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"{len(names)} notebook(s): {', '.join(p.stem for p in notebooks)} ×{options.copies}")
-    print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command\n")
+    print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command")
+    if importlib.util.find_spec("jupyterlab"):
+        # With the lab group installed, jsonschema's format checkers come along, and nbval
+        # pays for them when it imports nbformat at start-up (our check never imports it).
+        print("environment: test + bench + lab (nbval starts slower here than in CI's env)")
+    else:
+        print("environment: test + bench, as CI's")
+    print()
     print(f"{'':<20}{'median':>9}{'fastest':>10}")
     for name, values in times.items():
         print(f"{name:<20}{statistics.median(values):>8.2f}s{min(values):>9.2f}s")
