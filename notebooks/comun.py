@@ -65,12 +65,16 @@ class ModeloRealNoDisponible(RuntimeError):
     """Se pidió un modelo real y este kit todavía no sabe hablar con él."""
 
 
-def gateway(guion: Sequence[Any | Callable[..., Any]], *, tools: Sequence[Any] = ()) -> Any:
+def gateway(
+    guion: Sequence[Any | Callable[..., Any]], *, tools: Sequence[Any] = (), **opciones: Any
+) -> Any:
     """La puerta por la que salen las llamadas al modelo y a las herramientas.
 
     Sin modelo configurado devuelve el doble, `ScriptedGateway(guion, tools=tools)`, que
     contesta con el guion (respuestas o funciones que responden según la petición) y ejecuta
     las herramientas de verdad. Cualquier gateway que devuelve cuenta `model_calls`.
+    `opciones` pasa tal cual al gateway: `policy=` (la política, en cualquier gateway) y
+    `chunk_size=` (el tamaño de los fragmentos que emite el doble al hacer streaming).
 
     Con `SYNAPTUM_BASE_URL` o `AXONIUM_CLIENT_ID` en el entorno, el guion se ignora: contesta
     el modelo.
@@ -79,7 +83,7 @@ def gateway(guion: Sequence[Any | Callable[..., Any]], *, tools: Sequence[Any] =
     if variable is None:
         from synaptum_lite.testing import ScriptedGateway
 
-        return ScriptedGateway(list(guion), tools=tools)
+        return ScriptedGateway(list(guion), tools=tools, **opciones)
     raise ModeloRealNoDisponible(
         f"{variable} está en el entorno, pero esta versión de synaptum_lite todavía no trae "
         f"el gateway para un modelo real. Quita {variable} del entorno para correr el "
