@@ -101,13 +101,15 @@ class Journal:
         }
         if state.header.get("task") != task:
             changes["task"] = (state.header.get("task"), task)
-        if state.closed:
-            if changes or recorded.get("tools") != configuration["tools"]:
-                changes.setdefault("tools", _tool_changes(recorded["tools"], configuration["tools"]))
+        tools_changed = recorded.get("tools") != configuration["tools"]
+        if state.closed:  # returned without reading the journal, but never to another agent
+            if tools_changed:
+                changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
+            if changes:
                 raise ConfigurationChanged(run_id, changes)
             return cls(run_id, checkpointer, {}), state.final
         steps = index(await load_events(checkpointer, run_id))
-        if recorded.get("tools") != configuration["tools"]:
+        if tools_changed:  # a journaled call to a tool that is gone names its step
             _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
             changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
         if changes:

@@ -303,3 +303,11 @@ def test_runs_side_by_side_share_one_file_and_one_event_loop(tmp_path: Path):
     results = run(both())
     assert [r[-1].output for r in results] == ["El saldo es de 4.200,00 €."] * 8
     assert counter.runs == 8
+
+
+def test_a_closed_run_is_not_returned_to_another_agent_and_the_error_names_only_what_changed():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0]))
+    with pytest.raises(ConfigurationChanged) as changed:
+        run(drive(make_agent(Counter(), instructions="Otra cosa."), session(store)[0]))
+    assert changed.value.changes == {"instructions": ("Consulta saldos.", "Otra cosa.")}
