@@ -229,8 +229,19 @@ class PostgresCheckpointer:
                 released.set()
 
     async def _try_lock(self, lock_key: int) -> _Link | None:
-        """A connection holding the run's advisory lock, or None when another session holds it."""
-        link = self._take_idle() or await self._connect()
+        """A connection holding the run's advisory lock, or None when another session holds it.
+
+        A connection kept idle may have died meanwhile (the server restarted): then one more
+        try, on a new connection."""
+        link = self._take_idle()
+        if link is not None:
+            try:
+                return await self._lock_on(link, lock_key)
+            except StoreUnavailable:
+                pass
+        return await self._lock_on(await self._connect(), lock_key)
+
+    async def _lock_on(self, link: _Link, lock_key: int) -> _Link | None:
         try:
             cursor = await link.connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key,))
             (locked,) = await cursor.fetchone()
@@ -279,21 +290,41 @@ class PostgresCheckpointer:
 
     async def _on(self, run_id: str, work: Callable[[Any], Awaitable[T]]) -> T:
         """Run `work` on the connection holding `run_id` when this checkpointer holds it, or
-        on the shared one. A held run never falls back to another connection: if the one
-        holding its lock is gone, so is the lock, and the run must stop."""
-        link = self._held.get(run_id)
-        if link is not None and not link.usable():
-            raise StoreUnavailable(
-                self.location,
-                f"the connection holding run {run_id!r} was lost, and its lock with it",
-            )
-        if link is None:
-            if self._shared is None or not self._shared.usable():
-                if self._shared is not None:
-                    self._drop(self._shared)  # lost, or made in an event loop that has ended
+        on the shared one.
+
+        A held run never moves to another connection: if the one holding its lock is gone, so
+        is the lock, and the run must stop. The shared connection may have died while unused
+        (the server restarted): every call is idempotent, so it is tried once more on a new
+        connection."""
+        held = self._held.get(run_id)
+        if held is not None:
+            if not held.usable():
+                raise StoreUnavailable(
+                    self.location,
+                    f"the connection holding run {run_id!r} was lost, and its lock with it",
+                )
+            return await self._run(held, work)
+        fresh = self._shared is None or not self._shared.usable()
+        try:
+            return await self._run(await self._shared_link(), work)
+        except StoreUnavailable:
+            if fresh:
+                raise
+        return await self._run(await self._shared_link(), work)
+
+    async def _shared_link(self) -> _Link:
+        if self._shared is None or not self._shared.usable():
+            if self._shared is not None:
+                self._drop(self._shared)  # lost, or made in an event loop that has ended
                 self._shared = None
-                self._shared = await self._connect()
-            link = self._shared
+            link = await self._connect()
+            if self._shared is None:
+                self._shared = link
+            else:  # another call connected meanwhile: this one waits for a hold
+                self._keep_idle(link)
+        return self._shared
+
+    async def _run(self, link: _Link, work: Callable[[Any], Awaitable[T]]) -> T:
         async with link.lock:
             try:
                 return await work(link.connection)
