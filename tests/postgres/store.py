@@ -37,6 +37,19 @@ def require_server() -> str:
     return URL
 
 
+def import_psycopg():
+    """psycopg, or a skip of the whole module when neither it nor a server is configured."""
+    try:
+        import psycopg
+    except ImportError:
+        if URL or os.environ.get("CI") == "true":
+            raise
+        pytest.skip(
+            ENABLE + "; they also need psycopg: uv sync --extra postgres", allow_module_level=True
+        )
+    return psycopg
+
+
 def schema_for(tmp: Path | str) -> str:
     """A schema of this session, one per test (derived from its temporary directory)."""
     return PREFIX + hashlib.sha256(str(tmp).encode()).hexdigest()[:12]

@@ -8,7 +8,6 @@ import subprocess
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from synaptum_lite import CorruptJournal, Phase, Session, StoreUnavailable, load_events
@@ -20,9 +19,11 @@ from tests.core.conftest import run
 from tests.core.test_kill import ROOT
 from tests.core.test_transfer import counted, drive
 
-from .store import DIR, require_server, schema_for
+from .store import DIR, import_psycopg, require_server, schema_for
 
 ONCE_EACH = {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
+
+psycopg = import_psycopg()
 
 
 @pytest.fixture

@@ -14,20 +14,20 @@ import sys
 import time
 from pathlib import Path
 
-import psycopg
-
 from synaptum_lite.postgres import PostgresCheckpointer
 from tests.core.agents import ANSWER
 from tests.core.conftest import run
 from tests.core.test_kill import ROOT, completed_steps
 
-from .store import postgres_location, require_server, schema_for
+from .store import import_psycopg, postgres_location, require_server, schema_for
 from .workers import LAB_SCHEMA
 
 # the workers' connections to the journal are named after them: who holds a run right now
 HOLDERS = """SELECT DISTINCT a.application_name FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()"""
+
+psycopg = import_psycopg()
 
 
 class Batch:

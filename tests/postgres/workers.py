@@ -28,8 +28,6 @@ import sys
 import time
 from typing import Any
 
-import psycopg
-
 from synaptum_lite import (
     Agent,
     FinalStep,
@@ -64,6 +62,8 @@ class Lab:
     """The worker's own connection to the lab tables (not the journal's)."""
 
     def __init__(self, url: str, schema: str, worker: str) -> None:
+        import psycopg  # here, so the tests that import this module skip without it
+
         self.connection = psycopg.connect(url, autocommit=True)
         self.schema, self.lab, self.worker = schema, f"{schema}_lab", worker
         self.run_id = ""  # the run this worker drives now: one at a time
