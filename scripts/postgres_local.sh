@@ -72,7 +72,7 @@ print_env() {
 }
 
 running() {
-    [[ -d $data ]] && as_owner "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1
+    [[ -d $data ]] && as_owner "$bindir/pg_ctl" -s -D "$data" status >/dev/null 2>&1
 }
 
 bindir=$(find_bindir)
@@ -85,18 +85,19 @@ start)
     if [[ ! -f $data/PG_VERSION ]]; then
         mkdir -p "$dir"
         [[ $(id -u) -eq 0 ]] && chown postgres: "$dir"
-        as_owner "$bindir/initdb" -D "$data" -U synaptum --auth=trust --encoding=UTF8 --locale=C.UTF-8 --no-sync >&2
-        port=$(free_port)
+        as_owner "$bindir/initdb" -D "$data" -U synaptum --auth=trust --encoding=UTF8 --locale=C.UTF-8 --no-sync >/dev/null
         {
             echo "listen_addresses = '127.0.0.1'"
-            echo "port = $port"
+            echo "port = 0"
             echo "unix_socket_directories = '$dir'"
             echo "fsync = off"
             echo "max_connections = 100"
         } | as_owner tee -a "$data/postgresql.auto.conf" >/dev/null
     fi
     if ! running; then
-        as_owner "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w start >&2
+        # a port free now (the one of an earlier start may have been taken since)
+        as_owner sed -i "s/^port = .*/port = $(free_port)/" "$data/postgresql.auto.conf"
+        as_owner "$bindir/pg_ctl" -s -D "$data" -l "$dir/server.log" -w start >&2
         as_owner "$bindir/createdb" -h "$dir" -p "$(sed -n 's/^port = //p' "$data/postgresql.auto.conf")" \
             -U synaptum synaptum 2>/dev/null || true  # exists already after a restart
     fi
@@ -106,12 +107,12 @@ env)
     print_env
     ;;
 restart)
-    as_owner "$bindir/pg_ctl" -D "$data" -m immediate -w stop >&2
-    as_owner "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -w start >&2
+    as_owner "$bindir/pg_ctl" -s -D "$data" -m immediate -w stop >&2
+    as_owner "$bindir/pg_ctl" -s -D "$data" -l "$dir/server.log" -w start >&2
     ;;
 stop)
     if running; then
-        as_owner "$bindir/pg_ctl" -D "$data" -m fast -w stop >&2
+        as_owner "$bindir/pg_ctl" -s -D "$data" -m fast -w stop >&2
     fi
     ;;
 *)
