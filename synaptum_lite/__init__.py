@@ -53,6 +53,7 @@ __all__ = [
     "NotAJournal",
     "NothingToResolve",
     "Phase",
+    "PostgresCheckpointer",
     "Proposal",
     "ProviderError",
     "ReplayDivergence",
@@ -86,3 +87,12 @@ __all__ = [
     "run_usage",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PostgreSQL is optional: its module (and asyncio, and psycopg when used) loads on first use
+    if name == "PostgresCheckpointer":
+        from .postgres import PostgresCheckpointer
+
+        return PostgresCheckpointer
+    raise AttributeError(f"module 'synaptum_lite' has no attribute {name!r}")

@@ -77,14 +77,15 @@ class UnsupportedFormat(JournalError):
 
 
 class CorruptJournal(JournalError):
-    """A record exists but cannot be decoded."""
+    """A record exists but cannot be decoded. `seq` is None when it is the run's header."""
 
-    def __init__(self, run_id: str, seq: int, detail: str) -> None:
+    def __init__(self, run_id: str, seq: int | None, detail: str) -> None:
         self.run_id = run_id
         self.seq = seq
         self.detail = detail
+        what = "the run's header" if seq is None else f"journal record {seq}"
         super().__init__(
-            f"run {run_id!r}: journal record {seq} cannot be decoded ({detail}); "
+            f"run {run_id!r}: {what} cannot be decoded ({detail}); "
             "restore it from a backup or export the run and inspect the record"
         )
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import JournalError, RunBusy
+from .errors import CorruptJournal, JournalError, RunBusy
 from .events import FinalStep, Record, Step, decode, decode_all, encode
 
 FORMAT_VERSION = 1
@@ -65,6 +65,17 @@ class Checkpointer(Protocol):
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold the right to drive the run; raises `RunBusy` at once if another holds it."""
         ...
+
+
+def decode_header(run_id: str, text: str) -> dict[str, Any]:
+    """A run's stored header. Raises `CorruptJournal` when it cannot be read."""
+    try:
+        header = json.loads(text)
+    except ValueError as exc:
+        raise CorruptJournal(run_id, None, f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(header, dict) or "agent" not in header:
+        raise CorruptJournal(run_id, None, "it is not a run header")
+    return header
 
 
 async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
@@ -136,7 +147,7 @@ class MemoryCheckpointer:
         return RunState(
             run_id=run_id,
             next_seq=len(self._records.get(run_id, ())),
-            header=json.loads(header) if header is not None else None,
+            header=decode_header(run_id, header) if header is not None else None,
             final=decode(run_id, final) if final is not None else None,  # type: ignore[arg-type]
         )
 

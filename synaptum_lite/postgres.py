@@ -34,7 +34,7 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import Record, Step, decode, encode
-from .journal import FORMAT_VERSION, RunState
+from .journal import FORMAT_VERSION, RunState, decode_header
 
 T = TypeVar("T")
 
@@ -164,7 +164,7 @@ class PostgresCheckpointer:
         return RunState(
             run_id=run_id,
             next_seq=next_seq,
-            header=json.loads(header),
+            header=decode_header(run_id, header),
             final=decode(run_id, Record(*final)) if final[0] is not None else None,  # type: ignore[arg-type]
         )
 

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeVar
 
 from .errors import ConfigurationError, JournalError, NotAJournal, StoreUnavailable, UnsupportedFormat
 from .events import Record, Step, decode, encode
-from .journal import FORMAT_VERSION, RunState, holding
+from .journal import FORMAT_VERSION, RunState, decode_header, holding
 
 T = TypeVar("T")
 
@@ -94,7 +94,7 @@ class SqliteCheckpointer:
         return RunState(
             run_id=run_id,
             next_seq=row[1] if row else 0,
-            header=json.loads(row[0]) if row else None,
+            header=decode_header(run_id, row[0]) if row else None,
             final=decode(run_id, final) if final else None,  # type: ignore[arg-type]
         )
 

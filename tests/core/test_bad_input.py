@@ -86,3 +86,14 @@ def test_bad_arguments_to_the_library_are_named():
         Agent("a", model="m", instructions="i", tools=[print])  # type: ignore[list-item]
     with pytest.raises(ConfigurationError, match="the script has 0 answer"):
         run(_consume(Agent("a", model="m", instructions="i").run("t", session=Session("r", ScriptedGateway([]), MemoryCheckpointer()))))
+
+
+def test_a_damaged_run_header_names_the_run(tmp_path: Path):
+    path = tmp_path / "runs.db"
+    finish(path)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE runs SET header = '{roto'")
+    with pytest.raises(CorruptJournal) as error:
+        run(SqliteCheckpointer(path).load("r"))
+    assert (error.value.run_id, error.value.seq) == ("r", None)
+    assert "the run's header cannot be decoded" in str(error.value)
