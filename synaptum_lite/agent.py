@@ -25,6 +25,7 @@ from .errors import (
     ReplayDivergence,
     StepLimitExceeded,
     SynaptumError,
+    ToolDefinitionError,
     ToolResultNotSerializable,
     UncertainEffect,
 )
@@ -95,7 +96,12 @@ class Agent:
         self.output = output
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output
-        self._output_schema, self._parse_output = schema_of(output, name) if output else (None, None)
+        self._output_schema, self._parse_output = None, None
+        if output is not None:
+            try:
+                self._output_schema, self._parse_output = schema_of(output)
+            except ToolDefinitionError as exc:
+                raise ConfigurationError(f"agent {name!r}: output={output.__name__} cannot be described: {exc.problem}") from None
         self._callable = {**self.tools, **{d.name: _as_tool(d) for d in self.delegates.values()}}
         self._specs = tuple(t.spec for t in self._callable.values())
 
@@ -434,11 +440,11 @@ class Agent:
             body = body.strip("`").removeprefix("json").strip()
         try:
             return self._parse_output(json.loads(body)), None
-        except (ValueError, InvalidToolCall) as exc:
-            return None, (
-                f"Your answer is not valid ({exc}). Answer again with only a JSON object "
-                f"that matches the schema."
-            )
+        except ValueError as exc:
+            problem = f"it is not JSON: {exc}"
+        except InvalidToolCall as exc:
+            problem = exc.problem
+        return None, f"Your answer is not valid ({problem}). Answer again with only a JSON object that matches the schema."
 
     def _typed(self, final: FinalStep) -> FinalStep:
         if self._parse_output is None or final.text is None or final.reason is not None:

@@ -305,12 +305,13 @@ def _check_dict(where: str, item: Converter) -> Converter:
     return check
 
 
-def schema_of(cls: type, owner: str) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+def schema_of(cls: type) -> tuple[dict[str, Any], Callable[[Any], Any]]:
     """The JSON schema of a dataclass and a function that checks a JSON value into an instance.
 
-    The function raises `InvalidToolCall` naming the first problem found.
+    The function raises `InvalidToolCall` naming the first problem found; building raises
+    `ToolDefinitionError` for a field whose type has no JSON schema.
     """
-    return _dataclass_schema(cls, f"{owner}.output")
+    return _dataclass_schema(cls, "output")
 
 
 def to_result_text(value: Any) -> str:

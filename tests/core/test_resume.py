@@ -311,3 +311,17 @@ def test_a_closed_run_is_not_returned_to_another_agent_and_the_error_names_only_
     with pytest.raises(ConfigurationChanged) as changed:
         run(drive(make_agent(Counter(), instructions="Otra cosa."), session(store)[0]))
     assert changed.value.changes == {"instructions": ("Consulta saldos.", "Otra cosa.")}
+
+
+def test_an_invalid_typed_answer_is_explained_to_the_model_in_its_own_words():
+    @dataclasses.dataclass
+    class Presupuesto:
+        noches: int
+
+    agent = Agent("a", model="m", instructions="i", output=Presupuesto)
+    gateway = ScriptedGateway([says('{"noches": "tres"}'), says("tres"), says('{"noches": 3}')])
+    steps = run(drive(agent, Session("r", gateway, MemoryCheckpointer())))
+    assert steps[-1].output == Presupuesto(3)
+    feedback = [r.messages[-1].content for r in gateway.requests[1:]]
+    assert feedback[0].startswith("Your answer is not valid (output.noches must be integer, got 'tres').")
+    assert feedback[1].startswith("Your answer is not valid (it is not JSON: ")
