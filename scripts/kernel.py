@@ -6,18 +6,20 @@ what the update writes.
 
 Why not nbclient: it is correct but spends most of a short notebook's time waiting. It polls
 `kernel_info` and then waits 0.2 s for IOPub to go quiet before the first cell, and shuts the
-kernel down politely at the end. Here the kernel is an ordinary `ipykernel` process, the same
-one JupyterLab starts, and the client:
+kernel down politely at the end. Here the kernel is an ordinary `ipykernel` kernel, the one
+JupyterLab starts, and the client:
 
-- starts every kernel first and imports the client library while they boot;
 - waits for the kernel's `iopub_welcome` (sent when our IOPub subscription is live, so no
   output can be lost), then sends every code cell at once with `stop_on_error`, which is what
   "Run All" does;
 - kills the kernel when the last cell is idle: a throwaway kernel has nothing to save.
 
-Every kernel is new: its own process, its own working directory (the notebook's folder, as in
-JupyterLab), its own empty IPython directory (so nobody's startup files or history run), and an
-environment without the variables that select a real model.
+Where kernels come from. Importing ipykernel is most of a kernel's start-up (about 0.4 s of
+CPU). On Linux one warm parent (`scripts/kernel_zygote.py`) imports it once per check and forks
+a kernel per notebook; elsewhere each kernel is `python -m ipykernel_launcher`. Either way every
+notebook gets a new process in which no other code has run, started in the notebook's folder
+(as in JupyterLab), with its own empty IPython directory (nobody's startup files or history
+run) and an environment without the variables that select a real model.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 #: Environment variables removed before a kernel starts: any of them selects a real model.
 MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
@@ -138,56 +142,52 @@ def code_cells(notebook: dict) -> list[CellRun]:
 
 
 async def run_notebooks(
-    paths: Iterable[Path], *, timeout: float = DEFAULT_TIMEOUT, parallel: int | None = None
+    paths: Iterable[Path],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    parallel: int | None = None,
+    fork: bool | None = None,
 ) -> list[NotebookRun]:
     """Run every notebook in its own fresh kernel, at most `parallel` at a time.
 
-    Returns one `NotebookRun` per path, in the order given. Never raises for what a notebook
-    does: a cell that fails, a kernel that dies or a timeout is recorded in the result.
+    `fork` chooses where kernels come from (default: the warm parent on Linux). Returns one
+    `NotebookRun` per path, in the order given. Never raises for what a notebook does: a cell
+    that fails, a kernel that dies or a timeout is recorded in the result.
     """
     paths = list(paths)
     limit = asyncio.Semaphore(parallel or max(2, os.cpu_count() or 2))
+    env = kernel_environment()
+    # debugpy warns on stderr about frozen modules; the check needs no debugger.
+    env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
+    use_fork = sys.platform == "linux" if fork is None else fork
+    launcher = await _Zygote.start(env) if use_fork else _Spawner(env)
 
     async def one(path: Path) -> NotebookRun:
         async with limit:
-            return await _run_one(path, timeout=timeout)
+            return await _run_one(path, launcher, timeout=timeout)
 
-    return list(await asyncio.gather(*(one(path) for path in paths)))
+    try:
+        return list(await asyncio.gather(*(one(path) for path in paths)))
+    finally:
+        await launcher.close()
 
 
-def run_notebooks_sync(paths: Sequence[Path], **options: float) -> list[NotebookRun]:
+def run_notebooks_sync(paths: Sequence[Path], **options: Any) -> list[NotebookRun]:
     """`run_notebooks` for callers without an event loop."""
     return asyncio.run(run_notebooks(paths, **options))
 
 
-async def _run_one(path: Path, *, timeout: float) -> NotebookRun:
+async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> NotebookRun:
     started = time.perf_counter()
     notebook = json.loads(path.read_text(encoding="utf-8"))
     cells = code_cells(notebook)
     scratch = Path(tempfile.mkdtemp(prefix="synaptum-kernel-"))
     connection = _write_connection_file(scratch)
-    stderr_log = (scratch / "kernel.stderr").open("wb")
-    env = kernel_environment()
-    env.update(
-        IPYTHONDIR=str(scratch / "ipython"),
-        # debugpy warns on stderr about frozen modules; the check needs no debugger.
-        PYDEVD_DISABLE_FILE_VALIDATION="1",
-        JUPYTER_PLATFORM_DIRS="1",
+    stderr = scratch / "kernel.stderr"
+    kernel = await launcher.launch(
+        connection, cwd=path.parent, ipython_dir=scratch / "ipython", stderr=stderr
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        str(connection),
-        "--HistoryManager.enabled=False",
-        cwd=path.parent,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=stderr_log,
-    )
-    # Imported here, on purpose: the kernels are already booting on the other cores.
+    # Imported here, on purpose: the kernel is already starting on the other core.
     from jupyter_client.asynchronous import AsyncKernelClient
 
     client = AsyncKernelClient(connection_file=str(connection))
@@ -195,36 +195,169 @@ async def _run_one(path: Path, *, timeout: float) -> NotebookRun:
     client.start_channels()
     failure = None
     try:
-        await asyncio.wait_for(_execute(client, process, cells), timeout)
+        await asyncio.wait_for(_execute(client, kernel, cells), timeout)
     except TimeoutError:
         failure = f"{path.name} did not finish within {timeout:.0f} s"
     except _KernelDied as died:
-        log = (scratch / "kernel.stderr").read_text(errors="replace").strip()
+        log = stderr.read_text(errors="replace").strip() if stderr.exists() else ""
         failure = f"the kernel of {path.name} {died}" + (f":\n{log}" if log else "")
     finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+        await kernel.kill()
         client.stop_channels()
-        stderr_log.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return NotebookRun(path, cells, time.perf_counter() - started, failure)
+
+
+# ── Where kernels come from ──────────────────────────────────────────────────
+
+
+class _Kernel(Protocol):
+    returncode: int | None  # None while it runs
+
+    async def kill(self) -> None: ...
+
+
+class _Launcher(Protocol):
+    async def launch(
+        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
+    ) -> _Kernel: ...
+
+    async def close(self) -> None: ...
+
+
+class _SpawnedKernel:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+        await self.process.wait()
+
+
+class _Spawner:
+    """Each kernel is its own `python -m ipykernel_launcher`: portable, pays every import."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    async def launch(
+        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
+    ) -> _SpawnedKernel:
+        with stderr.open("wb") as log:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                str(connection),
+                "--HistoryManager.enabled=False",
+                cwd=cwd,
+                env={**self.env, "IPYTHONDIR": str(ipython_dir)},
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=log,
+            )
+        return _SpawnedKernel(process)
+
+    async def close(self) -> None:
+        pass
+
+
+class _ForkedKernel:
+    def __init__(self, zygote: _Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+        self.returncode: int | None = None
+        self.ended = asyncio.Event()
+
+    async def kill(self) -> None:
+        if self.returncode is None:
+            self.zygote.send({"kill": self.pid})
+        await self.ended.wait()
+
+
+class _Zygote:
+    """The warm parent of `scripts/kernel_zygote.py`: one fork per kernel (Linux)."""
+
+    PROGRAM = Path(__file__).with_name("kernel_zygote.py")
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.forks: deque[asyncio.Future[_ForkedKernel]] = deque()
+        self.kernels: dict[int, _ForkedKernel] = {}
+        self.reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, env: dict[str, str]) -> _Zygote:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(cls.PROGRAM),
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        zygote = cls(process)
+        zygote.reader = asyncio.create_task(zygote._read())
+        return zygote
+
+    def send(self, order: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(order) + "\n").encode())
+
+    async def launch(
+        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
+    ) -> _ForkedKernel:
+        forked: asyncio.Future[_ForkedKernel] = asyncio.get_running_loop().create_future()
+        self.forks.append(forked)
+        paths = {"connection": connection, "cwd": cwd, "ipython_dir": ipython_dir, "stderr": stderr}
+        self.send({"fork": {name: str(path) for name, path in paths.items()}})
+        return await forked
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            message = json.loads(line)
+            if "forked" in message:
+                kernel = _ForkedKernel(self, message["forked"])
+                self.kernels[kernel.pid] = kernel
+                self.forks.popleft().set_result(kernel)
+            elif "exited" in message:
+                kernel = self.kernels.pop(message["exited"])
+                kernel.returncode = message["code"]
+                kernel.ended.set()
+        # The warm parent is gone: every kernel it had is gone with it.
+        for kernel in self.kernels.values():
+            kernel.returncode = -9 if kernel.returncode is None else kernel.returncode
+            kernel.ended.set()
+        while self.forks:
+            self.forks.popleft().set_exception(_KernelDied("could not start: no warm parent"))
+
+    async def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        await self.process.wait()
+        if self.reader:
+            await self.reader
 
 
 class _KernelDied(Exception):
     pass
 
 
-async def _execute(client, process, cells: list[CellRun]) -> None:
+async def _execute(client: Any, kernel: _Kernel, cells: list[CellRun]) -> None:
     """Send every cell, then read IOPub until the last cell (or the first failure) is idle."""
-    await _wait_for_welcome(client, process)
+    await _wait_for_welcome(client, kernel)
     by_message = {
         client.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=True): cell
         for cell in cells
     }
     pending = len(cells)
     while pending:
-        message = await _next_iopub(client, process)
+        message = await _next_iopub(client, kernel)
         cell = by_message.get(message["parent_header"].get("msg_id"))
         if cell is None:
             continue
@@ -244,20 +377,20 @@ async def _execute(client, process, cells: list[CellRun]) -> None:
                 return  # stop_on_error: the kernel aborts the cells after this one
 
 
-async def _wait_for_welcome(client, process) -> None:
-    while (await _next_iopub(client, process))["msg_type"] != "iopub_welcome":
+async def _wait_for_welcome(client: Any, kernel: _Kernel) -> None:
+    while (await _next_iopub(client, kernel))["msg_type"] != "iopub_welcome":
         pass
 
 
-async def _next_iopub(client, process) -> dict:
+async def _next_iopub(client: Any, kernel: _Kernel) -> dict[str, Any]:
     from queue import Empty
 
     while True:
         try:
             return await client.get_iopub_msg(timeout=0.25)
         except Empty:
-            if process.returncode is not None:
-                raise _KernelDied(f"exited with code {process.returncode}") from None
+            if kernel.returncode is not None:
+                raise _KernelDied(f"exited with code {kernel.returncode}") from None
 
 
 def _write_connection_file(folder: Path) -> Path:

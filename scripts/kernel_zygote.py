@@ -1,0 +1,123 @@
+"""A warm parent for kernels: imports ipykernel once, then forks one fresh kernel per order.
+
+    python scripts/kernel_zygote.py        (started by scripts/kernel.py, Linux only)
+
+Most of a kernel's start-up is importing ipykernel, IPython, pyzmq and tornado, about 0.4 s of
+CPU, and every notebook paid it again. This process pays it once per check. Each order then
+forks a child that becomes a kernel exactly as `python -m ipykernel_launcher` would: the same
+`IPKernelApp`, started in the notebook's folder, with its own IPython directory, its own
+connection file and stderr log. No user code ever runs here, no thread is started and no
+socket is opened before forking, so every child is as fresh as a kernel started from scratch.
+
+Protocol, one JSON object per line.
+  stdin:  {"fork": {"connection": …, "cwd": …, "ipython_dir": …, "stderr": …}} | {"kill": pid}
+  stdout: {"ready": true} once, then {"forked": pid} per fork, in order, and
+          {"exited": pid, "code": n} when a child ends (negative n: killed by signal -n).
+Closing stdin kills the children that are left and ends this process.
+"""
+
+import sys
+
+# Run as a script, Python put this folder first on sys.path; a kernel must not see it.
+del sys.path[0]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+
+#: What a kernel imports while it starts, measured; imported here once, before any fork.
+PRELOAD = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.debugger",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.core.oinspect",
+    "IPython.extensions.storemagic",
+    "tornado.platform.asyncio",
+    "tornado.queues",
+    "tornado.locks",
+)
+
+
+def main() -> None:
+    for module in PRELOAD:
+        __import__(module)
+    assert threading.active_count() == 1, "a preloaded module started a thread: forking is unsafe"
+    children: set[int] = set()
+    say({"ready": True})
+    pending = b""
+    while True:
+        readable, _, _ = select.select([0], [], [], 0.05)
+        reap(children)
+        if not readable:
+            continue
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            order = json.loads(line)
+            if "fork" in order:
+                pid = os.fork()
+                if pid == 0:
+                    become_kernel(**order["fork"])  # never returns
+                children.add(pid)
+                say({"forked": pid})
+            elif order.get("kill") in children:
+                os.kill(order["kill"], signal.SIGKILL)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    while children:
+        reap(children, block=True)
+
+
+def become_kernel(connection: str, cwd: str, ipython_dir: str, stderr: str) -> None:
+    """In the child: what `python -m ipykernel_launcher -f CONNECTION` does, then exit."""
+    code = 1
+    try:
+        os.chdir(cwd)
+        os.environ["IPYTHONDIR"] = ipython_dir
+        null = os.open(os.devnull, os.O_RDWR)
+        log = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(log, 2)
+        from ipykernel.kernelapp import IPKernelApp
+
+        argv = ["-f", connection, "--HistoryManager.enabled=False"]
+        sys.argv = ["ipykernel_launcher", *argv]
+        IPKernelApp.launch_instance(argv=argv)
+        code = 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def reap(children: set[int], *, block: bool = False) -> None:
+    while children:
+        pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        if pid == 0:
+            return
+        children.discard(pid)
+        say({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+        if block:
+            return
+
+
+def say(message: dict) -> None:
+    try:
+        os.write(1, (json.dumps(message) + "\n").encode())
+    except BrokenPipeError:  # the runner has gone; nobody is listening any more
+        pass
+
+
+if __name__ == "__main__":
+    main()
