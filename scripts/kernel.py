@@ -155,7 +155,8 @@ async def run_notebooks(
     that fails, a kernel that dies or a timeout is recorded in the result.
     """
     paths = list(paths)
-    limit = asyncio.Semaphore(parallel or max(2, os.cpu_count() or 2))
+    # Twice the cores: a notebook often waits (on a child process, a lock, a file).
+    limit = asyncio.Semaphore(parallel or 2 * (os.cpu_count() or 1))
     env = kernel_environment()
     # debugpy warns on stderr about frozen modules; the check needs no debugger.
     env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
