@@ -1,6 +1,10 @@
-"""How long verifying the notebooks takes: our docs check next to nbval, in one run.
+"""How long verifying the notebooks takes: our docs check next to nbval and nbmake, in one run.
 
     uv run --group bench python benchmarks/docs_check.py [--repeats 7] [--copies 1]
+
+    # in an environment with exactly CI's packages plus nbval, apart from the project's .venv:
+    UV_PROJECT_ENVIRONMENT=/tmp/bench-env uv run --exact --group bench \
+        python benchmarks/docs_check.py
 
 Not a test. Both sides verify the same notebooks, each notebook in a fresh kernel, with the
 model variables removed from the environment, and are timed as the command a person would
@@ -12,8 +16,12 @@ type (interpreter start-up included), alternating, `--repeats` times each:
   (nbval compares against stored outputs, which our notebooks do not store), and
   `--nbval-lax`, which only checks that no cell raises.
 
+- nbmake: `python -m pytest --nbmake` on the clean copies (it only checks that no cell
+  raises), when nbmake is installed.
+
 `--copies N` verifies every notebook N times over (as N differently named files), to see
-how both sides grow towards the sixteen notebooks of the curriculum.
+how both sides grow towards the sixteen notebooks of the curriculum. `measure` is the same
+measurement for `benchmarks.run`.
 
 Prints the median and the fastest time of each, the ratios, and the time of each notebook
 inside our runner.
@@ -66,12 +74,9 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--copies", type=int, default=1)
-    options = parser.parse_args()
-
+def measure(repeats: int = 7, copies: int = 1) -> dict:
+    """Wall times of each contender (`times`, one per repeat), the notebooks verified, the
+    environment, and the time of each notebook inside our runner (`per_notebook`)."""
     notebooks = property_notebooks()
     env = kernel_environment()
     env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
@@ -88,46 +93,68 @@ def main() -> None:
     for path, run in zip(notebooks, runs, strict=True):
         if run.problems():
             raise SystemExit(f"{path.name} does not run cleanly:\n" + "\n".join(run.problems()))
-        for copy in range(options.copies):
-            name = path.name if options.copies == 1 else f"{path.stem}_{copy}.ipynb"
+        for copy in range(copies):
+            name = path.name if copies == 1 else f"{path.stem}_{copy}.ipynb"
             shutil.copy(path, ours / name)
             (theirs / name).write_text(json.dumps(with_outputs(read_notebook(path), run)))
             names.append(name)
 
-    nbval = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     checked = [str(ours / name) for name in names]
     contenders = {
         "docs check": ([sys.executable, "-m", "scripts.update_pages", "--check", *checked], REPO),
-        "nbval --nbval": ([*nbval, "--nbval", *names], theirs),
-        "nbval --nbval-lax": ([*nbval, "--nbval-lax", *names], theirs),
+        "nbval --nbval": ([*pytest, "--nbval", *names], theirs),
+        "nbval --nbval-lax": ([*pytest, "--nbval-lax", *names], theirs),
     }
+    if importlib.util.find_spec("nbmake"):
+        contenders["nbmake"] = ([*pytest, "--nbmake", *names], ours)
     times: dict[str, list[float]] = {name: [] for name in contenders}
-    for repeat in range(options.repeats):
+    for repeat in range(repeats):
         order = list(contenders) if repeat % 2 == 0 else list(reversed(contenders))
         for name in order:
             command, cwd = contenders[name]
             times[name].append(timed(command, cwd, env))
     shutil.rmtree(scratch, ignore_errors=True)
 
-    print(f"{len(names)} notebook(s): {', '.join(p.stem for p in notebooks)} ×{options.copies}")
-    print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command")
     if importlib.util.find_spec("jupyterlab"):
         # With the lab group installed, jsonschema's format checkers come along, and nbval
         # pays for them when it imports nbformat at start-up (our check never imports it).
-        print("environment: test + bench + lab (nbval starts slower here than in CI's env)")
+        environment = "test + bench + lab (nbval starts slower here than in CI's env)"
     else:
-        print("environment: test + bench, as CI's")
+        environment = "test + bench, as CI's"
+    return {
+        "notebooks": [path.stem for path in notebooks],
+        "copies": copies,
+        "repeats": repeats,
+        "environment": environment,
+        "times": times,
+        "per_notebook": {run.path.stem: run.seconds for run in run_notebooks_sync(notebooks)},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--copies", type=int, default=1)
+    options = parser.parse_args()
+    result = measure(options.repeats, options.copies)
+    times = result["times"]
+
+    print(f"{len(result['notebooks']) * options.copies} notebook(s): {', '.join(result['notebooks'])} ×{options.copies}")
+    print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command")
+    print(f"environment: {result['environment']}")
     print()
     print(f"{'':<20}{'median':>9}{'fastest':>10}")
     for name, values in times.items():
         print(f"{name:<20}{statistics.median(values):>8.2f}s{min(values):>9.2f}s")
     ours = statistics.median(times["docs check"])
     print()
-    for name in ("nbval --nbval", "nbval --nbval-lax"):
-        print(f"{name} / docs check: {statistics.median(times[name]) / ours:.1f}×")
+    for name in times:
+        if name != "docs check":
+            print(f"{name} / docs check: {statistics.median(times[name]) / ours:.1f}×")
     print("\nper notebook, inside our runner (kernel start to last cell):")
-    for run in run_notebooks_sync(notebooks):
-        print(f"  {run.path.stem:<24}{run.seconds:.2f} s")
+    for stem, seconds in result["per_notebook"].items():
+        print(f"  {stem:<24}{seconds:.2f} s")
 
 
 if __name__ == "__main__":
