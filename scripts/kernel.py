@@ -185,17 +185,17 @@ async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> Notebo
     scratch = Path(tempfile.mkdtemp(prefix="synaptum-kernel-"))
     connection = _write_connection_file(scratch)
     stderr = scratch / "kernel.stderr"
-    kernel = await launcher.launch(
-        connection, cwd=path.parent, ipython_dir=scratch / "ipython", stderr=stderr
-    )
-    # Imported here, on purpose: the kernel is already starting on the other core.
-    from jupyter_client.asynchronous import AsyncKernelClient
-
-    client = AsyncKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
-    failure = None
+    kernel, client, failure = None, None, None
     try:
+        kernel = await launcher.launch(
+            connection, cwd=path.parent, ipython_dir=scratch / "ipython", stderr=stderr
+        )
+        # Imported here, on purpose: the kernel is already starting on the other core.
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        client = AsyncKernelClient(connection_file=str(connection))
+        client.load_connection_file()
+        client.start_channels(hb=False)
         await asyncio.wait_for(_execute(client, kernel, cells), timeout)
     except TimeoutError:
         failure = f"{path.name} did not finish within {timeout:.0f} s"
@@ -203,8 +203,10 @@ async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> Notebo
         log = stderr.read_text(errors="replace").strip() if stderr.exists() else ""
         failure = f"the kernel of {path.name} {died}" + (f":\n{log}" if log else "")
     finally:
-        await kernel.kill()
-        client.stop_channels()
+        if kernel:
+            await kernel.kill()
+        if client:
+            client.stop_channels()
         shutil.rmtree(scratch, ignore_errors=True)
     return NotebookRun(path, cells, time.perf_counter() - started, failure)
 
