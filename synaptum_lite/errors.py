@@ -166,7 +166,7 @@ class UncertainEffect(SynaptumError):
             f"run {run_id!r}, step {step_id}: tool {tool!r} with arguments {arguments!r} "
             "was attempted and never completed, and it is not idempotent, so running it "
             "again could repeat its effect. Find out whether it happened, then call "
-            "session.record_result(step_id, result) or session.allow_retry(step_id)"
+            "session.record_result(step_id, result, by=...) or session.allow_retry(step_id, by=...)"
         )
 
 
@@ -208,7 +208,7 @@ class NothingToResolve(SynaptumError):
         self.state = state
         super().__init__(
             f"run {run_id!r}, step {step_id} is {state}, so there is nothing to resolve; "
-            "read the journal (checkpointer.events(run_id)) to find the pending step"
+            "read the journal (load_events(checkpointer, run_id)) to find the pending step"
         )
 
 
