@@ -1,8 +1,16 @@
 """One run of the docs check per test session: every property notebook in a fresh kernel, and
-the site built once (`mkdocs build --strict`) while the kernels run."""
+the site built once (`mkdocs build --strict`).
+
+The build is the slowest part and does not depend on running anything, so it starts as soon
+as collection ends, while the rest of the suite (tests/core…) runs; the kernels start when the
+first page test needs them.
+"""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +19,24 @@ import pytest
 from scripts.kernel import NotebookRun, run_notebooks_sync
 from scripts.pages import property_notebooks
 from scripts.site import start_build
+
+_early_build: tuple[subprocess.Popen[str], Path] | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    global _early_build
+    if any("docs_check" in getattr(item, "fixturenames", ()) for item in session.items):
+        site_dir = Path(tempfile.mkdtemp(prefix="synaptum-site-"))
+        _early_build = (start_build(site_dir), site_dir)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _early_build:
+        build, site_dir = _early_build
+        if build.poll() is None:
+            build.kill()
+        build.wait()
+        shutil.rmtree(site_dir, ignore_errors=True)
 
 
 @dataclass
@@ -23,8 +49,11 @@ class DocsCheck:
 
 @pytest.fixture(scope="session")
 def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
-    site_dir = tmp_path_factory.mktemp("site")
-    build = start_build(site_dir)
+    if _early_build:
+        build, site_dir = _early_build
+    else:
+        site_dir = tmp_path_factory.mktemp("site")
+        build = start_build(site_dir)
     notebooks = property_notebooks()
     try:
         runs = dict(zip(notebooks, run_notebooks_sync(notebooks), strict=True))

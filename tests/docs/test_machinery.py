@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -161,25 +160,20 @@ def test_a_different_character_fails_with_a_diff_naming_page_notebook_and_cell()
 
 
 def test_the_update_command_rewrites_exactly_the_changed_character(tmp_path: Path) -> None:
-    # A copy of the tree notebook 02 needs (itself, and comun.py one folder up), first made
-    # right by the update command, so that this test does not depend on the page's state.
-    (tmp_path / "propiedades").mkdir()
-    shutil.copy(NOTEBOOKS / "comun.py", tmp_path / "comun.py")
-    copy = tmp_path / "propiedades" / NOTEBOOK_02.name
-    shutil.copy(NOTEBOOK_02, copy)
-    assert update_pages.main([str(copy)]) == 0
-    right = copy.read_text(encoding="utf-8")
+    # A page made right by the update command first, so the test owns its starting point.
+    path = page(tmp_path, "vueltas", "print()\nprint('  1ª vuelta    modelo ×1')", "print('  fin')")
+    assert update_pages.main([str(path)]) == 0
+    right = path.read_text(encoding="utf-8")
+    assert expected_block(read_notebook(path)).text == "\n  1ª vuelta    modelo ×1\n  fin\n"
 
-    notebook = read_notebook(copy)
-    block = expected_block(notebook).text
-    one_character_off = block.replace("×1", "×7", 1)
-    assert one_character_off != block
+    notebook = read_notebook(path)
+    one_character_off = expected_block(notebook).text.replace("×1", "×7")
     broken = dumps(with_expected(notebook, one_character_off))
-    copy.write_text(broken, encoding="utf-8")
+    path.write_text(broken, encoding="utf-8")
 
-    assert update_pages.main(["--check", str(copy)]) == 1
-    assert update_pages.main([str(copy)]) == 0
-    repaired = copy.read_text(encoding="utf-8")
+    assert update_pages.main(["--check", str(path)]) == 1
+    assert update_pages.main([str(path)]) == 0
+    repaired = path.read_text(encoding="utf-8")
     assert repaired == right
     changes = [
         line
