@@ -23,6 +23,7 @@ from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
 from .http import _tool_call, _wire_message
 from .messages import ModelRequest, ModelResponse, Usage
+from .policy import Policy, allow_everything
 from .tools import Tool
 
 INSTALL = "pip install 'synaptum-lite[axonium]' (or: uv sync --extra axonium)"
@@ -46,7 +47,7 @@ class AxoniumGateway(LocalGateway):
     `client` is an `axonium.AsyncAxonium` to use as is. Without one, a client is built from
     `settings` (any `AxoniumConfig` field) and the environment, with the SDK's retries off.
     The model name sent is the request's (the agent's `model`), or `model` when a request
-    carries none.
+    carries none. `tools` and `policy` are `LocalGateway`'s.
     """
 
     def __init__(
@@ -55,10 +56,11 @@ class AxoniumGateway(LocalGateway):
         client: Any = None,
         model: str | None = None,
         tools: Iterable[Tool] | None = None,
+        policy: Policy = allow_everything,
         **settings: Any,
     ) -> None:
         self._axonium = _sdk()
-        super().__init__(tools=tools)
+        super().__init__(tools=tools, policy=policy)
         self.model = model
         self._settings = settings
         self._given = client
@@ -74,7 +76,11 @@ class AxoniumGateway(LocalGateway):
 
     @classmethod
     def from_env(
-        cls, *, tools: Iterable[Tool] | None = None, environ: Mapping[str, str] | None = None
+        cls,
+        *,
+        tools: Iterable[Tool] | None = None,
+        policy: Policy = allow_everything,
+        environ: Mapping[str, str] | None = None,
     ) -> AxoniumGateway:
         """Build the gateway from the SDK's `AXONIUM_*` variables and `SYNAPTUM_MODEL`.
 
@@ -87,7 +93,7 @@ class AxoniumGateway(LocalGateway):
                 value = env.get(f"AXONIUM_{field.upper()}")
                 if value:
                     settings[field] = value
-        return cls(model=env.get("SYNAPTUM_MODEL") or None, tools=tools, **settings)
+        return cls(model=env.get("SYNAPTUM_MODEL") or None, tools=tools, policy=policy, **settings)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"

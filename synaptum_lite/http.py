@@ -28,6 +28,7 @@ from typing import Any
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
 from .messages import Message, ModelRequest, ModelResponse, Role, ToolCall, Usage
+from .policy import Policy, allow_everything
 from .tools import Tool
 
 try:
@@ -49,6 +50,7 @@ class OpenAICompatibleGateway(LocalGateway):
     `base_url` is the API root, up to and including `/v1` (`http://127.0.0.1:8080/v1`).
     The model name sent is the request's (the agent's `model`); `model` here is used only
     when a request carries none. `api_key`, when given, is sent as `Authorization: Bearer`.
+    `tools` and `policy` are `LocalGateway`'s: which tools may run, and who decides.
     `timeout` bounds each read (seconds); connecting has its own short bound.
 
     Tool-call arguments that are not valid JSON do not raise: the `ToolCall` carries the raw
@@ -64,6 +66,7 @@ class OpenAICompatibleGateway(LocalGateway):
         api_key: str | None = None,
         timeout: float = 120.0,
         tools: Iterable[Tool] | None = None,
+        policy: Policy = allow_everything,
         transport: Any = None,
     ) -> None:
         if httpx is None:
@@ -75,7 +78,7 @@ class OpenAICompatibleGateway(LocalGateway):
             raise ConfigurationError(
                 f"base_url must start with http:// or https://, got {_without_userinfo(base_url)!r}"
             )
-        super().__init__(tools=tools)
+        super().__init__(tools=tools, policy=policy)
         self.base_url = _without_userinfo(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
@@ -85,7 +88,11 @@ class OpenAICompatibleGateway(LocalGateway):
 
     @classmethod
     def from_env(
-        cls, *, tools: Iterable[Tool] | None = None, environ: Mapping[str, str] | None = None
+        cls,
+        *,
+        tools: Iterable[Tool] | None = None,
+        policy: Policy = allow_everything,
+        environ: Mapping[str, str] | None = None,
     ) -> OpenAICompatibleGateway:
         """Build the gateway from `SYNAPTUM_BASE_URL`, `SYNAPTUM_API_KEY`, `SYNAPTUM_MODEL`.
 
@@ -103,6 +110,7 @@ class OpenAICompatibleGateway(LocalGateway):
             model=env.get(ENV_MODEL) or None,
             api_key=env.get(ENV_API_KEY) or None,
             tools=tools,
+            policy=policy,
         )
 
     def __repr__(self) -> str:

@@ -1,0 +1,144 @@
+"""Measure the real model behind SYNAPTUM_BASE_URL: tool-call validity, answers, speed, memory.
+
+    python3 scripts/modelo_local.py start
+    SYNAPTUM_BASE_URL=http://127.0.0.1:8080/v1 uv run --extra http python scripts/medir_modelo.py
+
+Each try goes through `OpenAICompatibleGateway`, as a notebook's would. A tool call counts as
+valid when it names the expected tool and its arguments pass that tool's own schema check
+(`Tool.bind`). After the tool's result, the model should answer in text. The server's memory is
+read from /proc for the PID that `modelo_local.py` recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from synaptum_lite import InvalidToolCall, Message, ModelRequest, Role, tool  # noqa: E402
+from synaptum_lite.http import OpenAICompatibleGateway  # noqa: E402
+
+
+@tool
+def consultar_saldo(cuenta: Annotated[str, "IBAN de la cuenta"]) -> str:
+    """Consulta el saldo de una cuenta."""
+    return f"{cuenta}: 4.200,00 €"
+
+
+@tool
+def consultar_tiempo(ciudad: Annotated[str, "Nombre de la ciudad"]) -> str:
+    """Da el tiempo que hace ahora en una ciudad."""
+    return f"{ciudad}: 18 °C, despejado"
+
+
+@tool
+def sumar(a: Annotated[float, "Primer sumando"], b: Annotated[float, "Segundo sumando"]) -> str:
+    """Suma dos números."""
+    return str(a + b)
+
+
+CASES = [
+    ("Consultas saldos con la herramienta. Responde en una frase.",
+     "¿Cuánto hay en ES91 2100 0418 45?", consultar_saldo),
+    ("Consultas saldos con la herramienta. Responde en una frase.",
+     "Dime el saldo de la cuenta ES12 0049 1500 0512 3456 7892.", consultar_saldo),
+    ("Eres un asistente del tiempo. Usa la herramienta.",
+     "¿Qué tiempo hace en Valencia?", consultar_tiempo),
+    ("Eres una calculadora. Usa la herramienta para sumar.",
+     "¿Cuánto es 1234 más 4321?", sumar),
+]  # fmt: skip
+TOOLS = (consultar_saldo, consultar_tiempo, sumar)
+
+
+async def one_try(model: OpenAICompatibleGateway, case: tuple, name: str) -> dict:
+    instructions, task, expected = case
+    specs = tuple(t.spec for t in TOOLS)
+    messages = (Message(Role.SYSTEM, instructions), Message(Role.USER, task))
+    started = time.perf_counter()
+    first = await model.complete(ModelRequest(name, messages, specs))
+    seconds = [time.perf_counter() - started]
+    outcome = {"valid": False, "text_after": None, "seconds": seconds}
+    if len(first.tool_calls) != 1 or first.tool_calls[0].name != expected.name:
+        outcome["got"] = first.text or first.tool_calls
+        return outcome
+    call = first.tool_calls[0]
+    try:
+        arguments = expected.bind(call.arguments)
+    except InvalidToolCall as exc:
+        outcome["got"] = str(exc)
+        return outcome
+    outcome["valid"] = True
+    result = expected.function(**arguments)
+    messages += (
+        Message(Role.ASSISTANT, first.text, tool_calls=(call,)),
+        Message(Role.TOOL, result, tool_call_id=call.id),
+    )
+    started = time.perf_counter()
+    second = await model.complete(ModelRequest(name, messages, specs))
+    seconds.append(time.perf_counter() - started)
+    outcome["text_after"] = bool(second.text) and not second.tool_calls
+    outcome["answer"] = second.text
+    return outcome
+
+
+async def streamed(model: OpenAICompatibleGateway, name: str) -> tuple[int, object]:
+    instructions, task, _ = CASES[0]
+    request = ModelRequest(
+        name,
+        (Message(Role.SYSTEM, instructions), Message(Role.USER, task)),
+        tuple(t.spec for t in TOOLS),
+    )
+    items = [item async for item in model.stream(request)]
+    return len(items) - 1, items[-1]
+
+
+def server_memory() -> str:
+    pid_file = Path.home() / ".cache" / "synaptum-lite" / "llama-server.pid"
+    try:
+        pid = pid_file.read_text().strip()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, OSError):
+        return "unknown (no llama-server PID recorded by modelo_local.py)"
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return f"RSS {fields['VmRSS'].strip()}, peak {fields['VmHWM'].strip()}"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=9, help="tries per case (4 cases)")
+    options = parser.parse_args()
+    model = OpenAICompatibleGateway.from_env()
+    name = model.model or "modelo"
+    outcomes = []
+    for _ in range(options.rounds):
+        for case in CASES:
+            outcome = await one_try(model, case, name)
+            outcomes.append(outcome)
+            if not outcome["valid"]:
+                print(f"  invalid: {case[1]!r} -> {outcome.get('got')!r}")
+            elif not outcome["text_after"]:
+                print(f"  no text after the result: {case[1]!r} -> {outcome.get('answer')!r}")
+    valid = sum(o["valid"] for o in outcomes)
+    answered = sum(bool(o["text_after"]) for o in outcomes)
+    seconds = [s for o in outcomes for s in o["seconds"]]
+    fragments, final = await streamed(model, name)
+    print(f"server: {model.base_url}")
+    print(f"valid tool calls: {valid}/{len(outcomes)}")
+    print(f"text answer after the tool result: {answered}/{valid}")
+    print(
+        f"seconds per call: mean {statistics.mean(seconds):.2f}, "
+        f"median {statistics.median(seconds):.2f}, max {max(seconds):.2f} "
+        f"over {len(seconds)} calls"
+    )
+    print(f"streamed: {fragments} fragments, then {final!r}")
+    print(f"server memory: {server_memory()}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
