@@ -16,53 +16,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import platform
-import random
 import statistics
-import string
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from synaptum_lite import Agent, Risk, Session, SqliteCheckpointer, tool
-from synaptum_lite.testing import ScriptedGateway, calls, says
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-TEXT_BYTES, RESULT_BYTES = 200, 1024
-PAYLOAD_PER_STEP = TEXT_BYTES + RESULT_BYTES
-_WORDS = (
-    "el saldo de la cuenta es de euros según el extracto del banco con fecha y concepto "
-    "transferencia recibida pago tarjeta comisión mantenimiento nómina recibo luz agua"
-).split()
-
-
-def payload(kind: str, size: int, seed: int) -> str:
-    """`size` characters of prose-like text (compresses like real text, about 3×) or of
-    random letters and digits (does not compress): the honest worst case."""
-    rng = random.Random(seed)
-    if kind == "random":
-        return "".join(rng.choices(string.ascii_letters + string.digits, k=size))
-    words: list[str] = []
-    while sum(map(len, words)) + len(words) < size:
-        words.append(rng.choice(_WORDS) if rng.random() < 0.8 else str(rng.randint(0, 99999)))
-    return " ".join(words)[:size]
+from benchmarks.contenders.lite import build  # noqa: E402  (importable from here on)
+from benchmarks.workload import PAYLOAD_PER_STEP, Workload, growth_exponent  # noqa: E402
+from synaptum_lite import Agent, Session, SqliteCheckpointer  # noqa: E402
+from synaptum_lite.testing import ScriptedGateway  # noqa: E402
 
 
 def workload(n: int, kind: str) -> tuple[Agent, ScriptedGateway]:
-    texts = [payload(kind, TEXT_BYTES, 2 * i) for i in range(n + 1)]  # made before the clock runs
-    results = [payload(kind, RESULT_BYTES, 2 * i + 1) for i in range(n)]
-
-    @tool(risk=Risk.READ, idempotent=True)
-    def leer(n: int) -> str:
-        """Devuelve 1 KB."""
-        return results[n]
-
-    def responder(request):
-        done = (len(request.messages) - 2) // 2  # system, task, then (answer, result) per turn
-        return calls("leer", text=texts[done], n=done) if done < n else says(texts[done])
-
-    agent = Agent("bench", model="stub", instructions="bench", tools=[leer], max_steps=n + 1)
-    return agent, ScriptedGateway([responder] * (n + 1))
+    """The workload of `benchmarks.workload`, as our agent and test double (payloads are made
+    before the clock runs)."""
+    return build(Workload(n, kind))
 
 
 async def drive(agent: Agent, session: Session) -> int:
@@ -113,14 +86,6 @@ def empty_journal_bytes() -> int:
         asyncio.run(store.start("r", {}))
         asyncio.run(store.close())
         return (Path(tmp) / "runs.db").stat().st_size
-
-
-def growth_exponent(rows: list[dict[str, float]], base: float = 0) -> float:
-    """Least-squares slope of log(bytes - base) against log(N): 1.0 is linear, 2.0 quadratic."""
-    xs = [math.log(r["n"]) for r in rows]
-    ys = [math.log(r["bytes"] - base) for r in rows]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
 def main() -> None:

@@ -1,0 +1,91 @@
+"""The durable-run workload, the same for every contender. Standard library only: each
+contender's driver imports it under its own interpreter.
+
+N turns of one model call answering 200 B of text plus one tool call, whose tool returns
+1 KB; then a final answer (so N + 1 model calls and N tool calls). The stub model answers
+from the context, as a model would: it counts the tool results it has been shown.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import string
+import sys
+import time
+from collections.abc import Sequence
+
+TEXT_BYTES, RESULT_BYTES = 200, 1024
+PAYLOAD_PER_STEP = TEXT_BYTES + RESULT_BYTES
+_WORDS = (
+    "el saldo de la cuenta es de euros según el extracto del banco con fecha y concepto "
+    "transferencia recibida pago tarjeta comisión mantenimiento nómina recibo luz agua"
+).split()
+
+
+def payload(kind: str, size: int, seed: int) -> str:
+    """`size` characters of prose-like text (compresses like real text, about 3×) or of
+    random letters and digits (does not compress): the honest worst case."""
+    rng = random.Random(seed)
+    if kind == "random":
+        return "".join(rng.choices(string.ascii_letters + string.digits, k=size))
+    words: list[str] = []
+    while sum(map(len, words)) + len(words) < size:
+        words.append(rng.choice(_WORDS) if rng.random() < 0.8 else str(rng.randint(0, 99999)))
+    return " ".join(words)[:size]
+
+
+class Workload:
+    """The texts the stub model says and the results the tool returns, made before any clock
+    runs, and what this process has called.
+
+    `answer(done)` is the model's turn after `done` tool results: a text and the argument of
+    the tool call it asks for, or `None` for the final answer. `result(n)` is the tool's 1 KB.
+    Both count, remember when the first call of this process happened (`first_call_at`, a
+    `time.perf_counter` reading), and, with `pause_before_turn=k`, the model call of turn
+    `k + 1` announces ``paused`` on stdout and blocks there until the process is killed.
+    """
+
+    def __init__(self, n: int, kind: str = "text", *, pause_before_turn: int | None = None) -> None:
+        self.n = n
+        self.texts = [payload(kind, TEXT_BYTES, 2 * i) for i in range(n + 1)]
+        self.results = [payload(kind, RESULT_BYTES, 2 * i + 1) for i in range(n)]
+        self.pause_before_turn = pause_before_turn
+        self.model_calls = 0
+        self.tool_runs = 0
+        self.first_call_at: float | None = None
+
+    def answer(self, done: int) -> tuple[str, int | None]:
+        self._called()
+        if done == self.pause_before_turn:
+            pause_until_killed()
+        self.model_calls += 1
+        return self.texts[done], (done if done < self.n else None)
+
+    def result(self, n: int) -> str:
+        self._called()
+        self.tool_runs += 1
+        return self.results[n]
+
+    def _called(self) -> None:
+        if self.first_call_at is None:
+            self.first_call_at = time.perf_counter()
+
+
+def pause_until_killed() -> None:
+    """Say ``paused`` to the parent and block: the parent SIGKILLs this process."""
+    sys.stdout.write("paused\n")
+    sys.stdout.flush()
+    while True:
+        time.sleep(3600)
+
+
+def growth_exponent(rows: Sequence[dict[str, float]], base: float = 0) -> float:
+    """Least-squares slope of log(bytes - base) against log(N): 1.0 is linear, 2.0 quadratic."""
+    xs = [math.log(r["n"]) for r in rows]
+    ys = [math.log(r["bytes"] - base) for r in rows]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
