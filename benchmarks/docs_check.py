@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.kernel import kernel_environment, run_notebooks_sync  # noqa: E402
-from scripts.pages import NOTEBOOKS, property_notebooks, read_notebook  # noqa: E402
+from scripts.pages import NOTEBOOKS, mismatch, property_notebooks, read_notebook  # noqa: E402
 
 
 def with_outputs(notebook: dict, run) -> dict:
@@ -81,18 +81,25 @@ def measure(repeats: int = 7, copies: int = 1) -> dict:
     env = kernel_environment()
     env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
 
-    # Two trees with the same notebooks and layout (comun.py one folder up): clean copies for
-    # the docs check, copies that store their outputs for nbval.
+    # Two trees with the same notebooks and layout (comun.py one folder up, the notebooks'
+    # helper modules beside them): clean copies for the docs check and nbmake, copies that
+    # store their outputs for nbval. A notebook that does not pass our check (it raises, or
+    # its page shows something else) is left out of every side, and named.
     runs = run_notebooks_sync(notebooks)
     scratch = Path(tempfile.mkdtemp(prefix="docs-check-bench-"))
     ours, theirs = scratch / "ours" / "propiedades", scratch / "nbval" / "propiedades"
     for folder in (ours, theirs):
         folder.mkdir(parents=True)
         shutil.copy(NOTEBOOKS / "comun.py", folder.parent / "comun.py")
-    names = []
+        for helper in (NOTEBOOKS / "propiedades").glob("*.py"):
+            shutil.copy(helper, folder / helper.name)
+    names, checked_notebooks, left_out = [], [], {}
     for path, run in zip(notebooks, runs, strict=True):
-        if run.problems():
-            raise SystemExit(f"{path.name} does not run cleanly:\n" + "\n".join(run.problems()))
+        problem = "\n".join(run.problems()) or mismatch(path, read_notebook(path), run)
+        if problem:
+            left_out[path.stem] = problem
+            continue
+        checked_notebooks.append(path)
         for copy in range(copies):
             name = path.name if copies == 1 else f"{path.stem}_{copy}.ipynb"
             shutil.copy(path, ours / name)
@@ -122,13 +129,18 @@ def measure(repeats: int = 7, copies: int = 1) -> dict:
         environment = "test + bench + lab (nbval starts slower here than in CI's env)"
     else:
         environment = "test + bench, as CI's"
+    if not names:
+        raise SystemExit("no notebook passes the docs check:\n" + "\n".join(left_out.values()))
     return {
-        "notebooks": [path.stem for path in notebooks],
+        "notebooks": [path.stem for path in checked_notebooks],
+        "left_out": left_out,
         "copies": copies,
         "repeats": repeats,
         "environment": environment,
         "times": times,
-        "per_notebook": {run.path.stem: run.seconds for run in run_notebooks_sync(notebooks)},
+        "per_notebook": {
+            run.path.stem: run.seconds for run in run_notebooks_sync(checked_notebooks)
+        },
     }
 
 
@@ -140,9 +152,12 @@ def main() -> None:
     result = measure(options.repeats, options.copies)
     times = result["times"]
 
-    print(f"{len(result['notebooks']) * options.copies} notebook(s): {', '.join(result['notebooks'])} ×{options.copies}")
+    stems = ", ".join(result["notebooks"])
+    print(f"{len(result['notebooks']) * options.copies} notebook(s): {stems} ×{options.copies}")
     print(f"{os.cpu_count()} cores, {options.repeats} runs each, wall time of the whole command")
     print(f"environment: {result['environment']}")
+    for stem, problem in result["left_out"].items():
+        print(f"left out, does not pass the docs check: {stem}\n  " + problem.splitlines()[0])
     print()
     print(f"{'':<20}{'median':>9}{'fastest':>10}")
     for name, values in times.items():

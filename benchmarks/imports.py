@@ -1,0 +1,42 @@
+"""What importing each contender costs: `python -c "<imports>"` against `python -c pass` under
+the same interpreter, as subprocesses, alternating, medians over repeats. The cost is the
+difference of the medians; the interpreter's own start-up is reported beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+
+from benchmarks.anchors import Contender
+from benchmarks.durable_runs import REPO
+
+
+def _seconds(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def measure(contenders: list[Contender], repeats: int) -> dict[str, dict[str, float]]:
+    report = {}
+    for contender in contenders:
+        if contender.key == "lite_postgres":
+            continue  # the same package as `lite`
+        statement = [contender.python, "-c", contender.imports]
+        baseline = [contender.python, "-c", "pass"]
+        _seconds(statement)  # bytecode and the disk cache warm, for both
+        with_import, bare = [], []
+        for repeat in range(repeats):
+            pair = (statement, baseline) if repeat % 2 == 0 else (baseline, statement)
+            first, second = (_seconds(command) for command in pair)
+            with_import.append(first if repeat % 2 == 0 else second)
+            bare.append(second if repeat % 2 == 0 else first)
+        report[contender.key] = {
+            "statement": contender.imports,
+            "python_start_ms": statistics.median(bare) * 1000,
+            "with_import_ms": statistics.median(with_import) * 1000,
+            "import_ms": max(statistics.median(with_import) - statistics.median(bare), 0.0) * 1000,
+        }
+    return report
