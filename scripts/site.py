@@ -21,11 +21,12 @@ from scripts.pages import EXPECTED_HEADING, REPO
 MKDOCS_CONFIG = REPO / "mkdocs.yml"
 
 
-def start_build(site_dir: Path) -> subprocess.Popen[str]:
+def start_build(site_dir: Path, config: Path = MKDOCS_CONFIG) -> subprocess.Popen[str]:
     """Start `mkdocs build --strict` into `site_dir`, in the background.
 
     The site does not depend on running the notebooks (mkdocs-jupyter renders them without
-    executing), so the check builds it while the kernels run.
+    executing), so the check builds it while the kernels run. Its output is captured: the
+    caller shows it when the build fails.
     """
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", JUPYTER_PLATFORM_DIRS="1")
     return subprocess.Popen(
@@ -34,10 +35,9 @@ def start_build(site_dir: Path) -> subprocess.Popen[str]:
             "-m",
             "mkdocs",
             "build",
-            "--strict",
-            "--quiet",
+            "--strict",  # never with --quiet: it hides the warnings strict mode counts
             "--config-file",
-            str(MKDOCS_CONFIG),
+            str(config),
             "--site-dir",
             str(site_dir),
         ],

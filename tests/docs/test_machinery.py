@@ -22,7 +22,7 @@ from scripts.pages import (
     unknown_names,
     with_expected,
 )
-from scripts.site import rendered_block
+from scripts.site import rendered_block, start_build
 
 NOTEBOOK_02 = NOTEBOOKS / "propiedades" / "02_durabilidad.ipynb"
 
@@ -234,3 +234,19 @@ def test_every_normalization_rule_says_why() -> None:
 def test_notebooks_are_written_exactly_as_nbformat_writes_them() -> None:
     notebook = with_expected(read_notebook(NOTEBOOK_02), "\n  dos\n")
     assert dumps(notebook) == nbformat.writes(nbformat.from_dict(notebook)) + "\n"
+
+
+def test_the_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
+    # A page left out of the nav is only a warning; strict mode must turn it into a failure.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Inicio\n")
+    (tmp_path / "docs" / "huerfana.md").write_text("# Huérfana\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(
+        "site_name: prueba\nstrict: true\nnav:\n  - index.md\n"
+        "validation:\n  nav:\n    omitted_files: warn\n"
+    )
+    build = start_build(tmp_path / "site", config)
+    log, _ = build.communicate(timeout=120)
+    assert build.returncode != 0, log
+    assert "huerfana.md" in log
