@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import nbformat
 import pytest
 
 from scripts import update_pages
-from scripts.kernel import CellRun, NotebookRun, kernel_environment, run_notebooks_sync
+from scripts.kernel import CellRun, NotebookRun, kernel_environment, run_notebooks
 from scripts.normalization import NORMALIZATION_RULES
 from scripts.pages import (
     NOTEBOOKS,
@@ -19,6 +20,7 @@ from scripts.pages import (
     expected_block,
     mismatch,
     read_notebook,
+    stored_form,
     unknown_names,
     with_expected,
 )
@@ -50,51 +52,54 @@ def page(tmp_path: Path, name: str, *code: str, expected: str = "") -> Path:
 
 @pytest.fixture(scope="module")
 def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRun]:
-    """Four tiny notebooks, run in fresh kernels at once, with model variables set."""
-    folder = tmp_path_factory.mktemp("notebooks")
-    paths = [
+    """Tiny notebooks run at once, with model variables set in the caller's environment.
+
+    Four run in spawned kernels (the portable path) and two in kernels forked from one warm
+    parent (the Linux path, which the page check uses), both at the same time.
+    """
+    spawned, forked = tmp_path_factory.mktemp("spawned"), tmp_path_factory.mktemp("forked")
+    spawned_pages = [
         page(
-            folder,
+            spawned,
             "entorno",
             "import os\n"
             "print(sorted(k for k in os.environ if k.startswith(('SYNAPTUM_', 'AXONIUM_'))))\n"
-            f"print(os.getcwd() == {str(folder)!r})",
+            f"print(os.getcwd() == {str(spawned)!r})",
         ),
         page(
-            folder,
+            spawned,
             "falla",
             "print('antes')",
             "raise ValueError('el saldo no cuadra')",
             "print('nunca')",
         ),
-        page(folder, "ruido", "import sys\nprint('a', file=sys.stderr)", "1 + 1"),
-        page(folder, "muere", "print('hasta aquí', flush=True)", "import os\nos._exit(3)"),
+        page(spawned, "ruido", "import sys\nprint('a', file=sys.stderr)", "1 + 1"),
+        page(spawned, "muere", "print('hasta aquí', flush=True)", "import os\nos._exit(3)"),
     ]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9")
-        patch.setenv("AXONIUM_CLIENT_ID", "nadie")
-        runs = run_notebooks_sync(paths, fork=False)  # the portable path; the page check forks
-    return {run.path.stem: run for run in runs}
-
-
-@pytest.fixture(scope="module")
-def forked_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRun]:
-    """Two notebooks whose kernels are forked from one warm parent, at the same time."""
-    folder = tmp_path_factory.mktemp("forked")
     leaves_a_mark = "import builtins\nimport synaptum_lite\nbuiltins.marca = 1\nprint('marcado')"
     looks_for_it = (
         "import builtins, os, sys\n"
         "print(hasattr(builtins, 'marca'), 'synaptum_lite' in sys.modules)\n"
-        f"print(os.getcwd() == {str(folder)!r}, sys.path.count({str(REPO / 'scripts')!r}))"
+        f"print(os.getcwd() == {str(forked)!r}, sys.path.count({str(REPO / 'scripts')!r}))"
     )
-    paths = [page(folder, "marca", leaves_a_mark), page(folder, "busca", looks_for_it)]
-    return {run.path.stem: run for run in run_notebooks_sync(paths, fork=True)}
+    forked_pages = [page(forked, "marca", leaves_a_mark), page(forked, "busca", looks_for_it)]
+
+    async def both() -> list[list[NotebookRun]]:
+        return await asyncio.gather(
+            run_notebooks(spawned_pages, fork=False), run_notebooks(forked_pages, fork=True)
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9")
+        patch.setenv("AXONIUM_CLIENT_ID", "nadie")
+        runs = [run for group in asyncio.run(both()) for run in group]
+    return {run.path.stem: run for run in runs}
 
 
-def test_forked_kernels_are_fresh_and_share_nothing(forked_runs) -> None:
-    assert forked_runs["marca"].printed == "marcado\n"
-    assert forked_runs["busca"].problems() == []
-    assert forked_runs["busca"].printed == "False False\nTrue 0\n"
+def test_forked_kernels_are_fresh_and_share_nothing(small_runs) -> None:
+    assert small_runs["marca"].printed == "marcado\n"
+    assert small_runs["busca"].problems() == []
+    assert small_runs["busca"].printed == "False False\nTrue 0\n"
 
 
 def test_kernels_run_in_the_notebook_folder_without_model_variables(small_runs) -> None:
@@ -160,15 +165,11 @@ def test_a_different_character_fails_with_a_diff_naming_page_notebook_and_cell()
 
 
 def test_the_update_command_rewrites_exactly_the_changed_character(tmp_path: Path) -> None:
-    # A page made right by the update command first, so the test owns its starting point.
-    path = page(tmp_path, "vueltas", "print()\nprint('  1ª vuelta    modelo ×1')", "print('  fin')")
-    assert update_pages.main([str(path)]) == 0
-    right = path.read_text(encoding="utf-8")
-    assert expected_block(read_notebook(path)).text == "\n  1ª vuelta    modelo ×1\n  fin\n"
-
-    notebook = read_notebook(path)
-    one_character_off = expected_block(notebook).text.replace("×1", "×7")
-    broken = dumps(with_expected(notebook, one_character_off))
+    printed = "\n  1ª vuelta    modelo ×1\n  fin\n"
+    code = ("print()\nprint('  1ª vuelta    modelo ×1')", "print('  fin')")
+    right = dumps(stored_form(read_notebook(page(tmp_path, "vueltas", *code, expected=printed))))
+    broken = right.replace("modelo ×1", "modelo ×7", 1)  # the block comes before the code
+    path = tmp_path / "vueltas.ipynb"
     path.write_text(broken, encoding="utf-8")
 
     assert update_pages.main(["--check", str(path)]) == 1
