@@ -276,7 +276,9 @@ def dumps(notebook: dict[str, Any]) -> str:
 #
 #   A counted name must resolve: its first part is in `synaptum_lite.__all__` or
 #   `synaptum_lite.testing.__all__` (or is the module path itself), and each further part is
-#   an attribute, an enum member, or a dataclass field or annotation of the part before.
+#   an attribute, an enum member, or a dataclass field or annotation of the part before, or an
+#   attribute its class assigns as `self.<name> = …` in its source (`ProviderError.retryable`,
+#   set in `__init__`).
 
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -360,7 +362,26 @@ def _member(obj: Any, name: str) -> Any:
         for klass in obj.__mro__:
             if name in getattr(klass, "__annotations__", {}):
                 return klass.__annotations__[name]
+        if any(name in _assigned_on_self(klass) for klass in obj.__mro__):
+            return _INSTANCE_ATTRIBUTE
     return _MISSING
+
+
+_INSTANCE_ATTRIBUTE = object()  # resolves itself; nothing resolves after it
+_SELF_ASSIGNMENT = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]+)?=(?!=)")
+
+
+def _assigned_on_self(klass: type) -> set[str]:
+    """The attribute names a class of the package assigns as `self.<name> = …` in its source."""
+    import inspect
+
+    if not klass.__module__.startswith("synaptum_lite"):
+        return set()
+    try:
+        source = inspect.getsource(klass)
+    except (OSError, TypeError):
+        return set()
+    return set(_SELF_ASSIGNMENT.findall(source))
 
 
 def _public_names() -> dict[str, Any]:

@@ -227,6 +227,11 @@ def test_a_name_the_package_lacks_is_reported() -> None:
     assert unknown_names("`Cortado`", own_code="class Cortado(Exception): ...") == []
 
 
+def test_attributes_a_class_sets_in_init_are_names_of_the_package() -> None:
+    text = "`ScriptedGateway.requests` `ProviderError.retryable` `RunBusy.run_id` `RunBusy.owner`"
+    assert unknown_names(text) == ["RunBusy.owner"]
+
+
 def test_every_normalization_rule_says_why() -> None:
     for rule in NORMALIZATION_RULES:
         assert rule.why.strip(), f"normalisation rule {rule.name!r} does not say why it exists"
