@@ -21,11 +21,15 @@ from scripts.pages import property_notebooks
 from scripts.site import start_build
 
 _early_build: tuple[subprocess.Popen[str], Path] | None = None
+_finished_build: tuple[Path, int, str] | None = None
+#: Fixtures that need the built site: requesting any of them starts the build early.
+_NEEDS_THE_SITE = ("docs_check", "built_site")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     global _early_build
-    if any("docs_check" in getattr(item, "fixturenames", ()) for item in session.items):
+    wanted = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    if wanted & set(_NEEDS_THE_SITE):
         site_dir = Path(tempfile.mkdtemp(prefix="synaptum-site-"))
         _early_build = (start_build(site_dir), site_dir)
 
@@ -39,6 +43,24 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         shutil.rmtree(site_dir, ignore_errors=True)
 
 
+def finished_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+    """The session's one site build, finished: its directory, return code and log.
+
+    Waits for the build started when collection ended; builds now when none was started.
+    tests/site reads the same build.
+    """
+    global _finished_build
+    if _finished_build is None:
+        if _early_build:
+            build, site_dir = _early_build
+        else:
+            site_dir = tmp_path_factory.mktemp("site")
+            build = start_build(site_dir)
+        log, _ = build.communicate(timeout=300)
+        _finished_build = (site_dir, build.returncode, log)
+    return _finished_build
+
+
 @dataclass
 class DocsCheck:
     runs: dict[Path, NotebookRun]
@@ -49,14 +71,13 @@ class DocsCheck:
 
 @pytest.fixture(scope="session")
 def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
-    if _early_build:
-        build, site_dir = _early_build
-    else:
+    global _early_build
+    if not _early_build and not _finished_build:  # the build runs while the kernels do
         site_dir = tmp_path_factory.mktemp("site")
-        build = start_build(site_dir)
+        _early_build = (start_build(site_dir), site_dir)
     notebooks = property_notebooks()
     try:
         runs = dict(zip(notebooks, run_notebooks_sync(notebooks), strict=True))
     finally:
-        log, _ = build.communicate(timeout=300)
-    return DocsCheck(runs, site_dir, build.returncode, log)
+        site_dir, returncode, log = finished_build(tmp_path_factory)
+    return DocsCheck(runs, site_dir, returncode, log)

@@ -1,0 +1,118 @@
+"""The site as a person sees it: headless Chromium opens the built pages, served over HTTP from
+this machine, at a desktop size and a phone size.
+
+Each page must load with no console errors, fetch nothing from another host (the site works
+offline: no web fonts, no CDN), and on the phone not scroll sideways: the document is no wider
+than the phone (`document.documentElement.scrollWidth <= 390`). Not `<= innerWidth`: a mobile
+browser zooms out to fit a page that is too wide, and `innerWidth` grows with it (a 900 px
+element gives scrollWidth 916 and innerWidth 916). A screenshot of each is saved in
+`build/screenshots/` (gitignored), with a `report.json` of what was measured.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scripts.pages import REPO
+from tests.site.chromium import Browser, PageReport
+
+SCREENSHOTS = REPO / "build" / "screenshots"
+
+#: The pages looked at: the index, a property page (a notebook), and the two pages whose
+#: content is widest (the timeline diagram, the API signatures).
+PAGES = {
+    "inicio": "",
+    "propiedad-02": "propiedades/02_durabilidad/",
+    "conceptos": "conceptos/",
+    "referencia": "referencia/",
+}
+#: name → (width, height, mobile)
+SIZES = {
+    "escritorio": (1280, 800, False),
+    "telefono": (390, 844, True),
+}
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(built_site: Path) -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
+    opened = Browser(chromium)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def measured() -> Iterator[dict[str, PageReport]]:
+    reports: dict[str, PageReport] = {}
+    yield reports
+    if reports:
+        summary = {
+            name: {
+                "url": r.url.split("/", 3)[-1] or "/",
+                "size": f"{r.width}x{r.height}",
+                "console_errors": r.console_errors,
+                "scroll_width": r.scroll_width,
+                "inner_width": r.inner_width,
+                "client_width": r.client_width,
+            }
+            for name, r in sorted(reports.items())
+        }
+        (SCREENSHOTS / "report.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_cleanly(
+    page: str,
+    size: str,
+    built_site: Path,
+    base_url: str,
+    browser: Browser,
+    measured: dict[str, PageReport],
+) -> None:
+    path = PAGES[page]
+    assert (built_site / path / "index.html").exists(), f"the site has no page /{path}"
+    width, height, mobile = SIZES[size]
+    shot = SCREENSHOTS / f"{page}-{size}.png"
+    report = browser.visit(base_url + path, width, height, mobile=mobile, screenshot=shot)
+    measured[f"{page}-{size}"] = report
+
+    assert report.console_errors == [], f"/{path} at {width}×{height}: console errors"
+    elsewhere = [
+        u
+        for u in report.requests
+        if u.startswith(("http:", "https:", "ws:", "wss:")) and not u.startswith(base_url)
+    ]
+    assert elsewhere == [], f"/{path} fetches from another host (the site must work offline)"
+    if mobile:
+        assert report.scroll_width <= width and report.inner_width == width, (
+            f"/{path} scrolls sideways on a {width} px phone: scrollWidth "
+            f"{report.scroll_width}, innerWidth {report.inner_width}"
+        )
+    assert shot.stat().st_size > 0
