@@ -262,14 +262,7 @@ class Agent:
                 await session.sleep(session.retry.delay(call_number, exc.retry_after))
         if response is None:
             raise ConfigurationError(f"{type(session.gateway).__name__}.stream ended without a ModelResponse")
-        completed = ModelStep(
-            run_id=session.run_id,
-            step_id=step_id,
-            phase=Phase.COMPLETED,
-            attempt=attempt,
-            fingerprint=fingerprint,
-            response=response,
-        )
+        completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=response)
         await journal.write(completed)
         yield completed
 
@@ -362,21 +355,12 @@ class Agent:
             journal.defer(attempted)  # running it twice is safe, so the record can wait
         yield attempted
         context = ToolContext(session.run_id, step_id, attempt)
-        usage = None
         if kind == "delegate":
             result, usage = await self._delegate(session, self.delegates[call.name], call, context)
+            completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result, usage=usage)
         else:
             result = await self._execute(session, target, call, context)
-        extra = {"usage": usage} if kind == "delegate" else {}
-        completed = cls(
-            run_id=session.run_id,
-            step_id=step_id,
-            phase=Phase.COMPLETED,
-            attempt=attempt,
-            call=call,
-            result=result,
-            **extra,
-        )
+            completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)
         await journal.write(completed)
         yield completed
 
