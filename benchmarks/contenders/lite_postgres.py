@@ -42,8 +42,8 @@ def stored_bytes(store: str) -> int:
         for table in ("runs", "events"):  # dead row versions left by updates are not the journal
             connection.execute(f'VACUUM "{schema}".{table}')
         row = connection.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = %s AND c.relkind = 'r'",
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
+            "pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = %s AND c.relkind = 'r'",
             (schema,),
         ).fetchone()
     return int(row[0])
