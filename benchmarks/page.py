@@ -1,0 +1,492 @@
+"""The page *Rendimiento* (docs/rendimiento.md) and its two plots, generated from the results of
+`benchmarks.run`: nothing on it is typed by hand. The prose lives in `page_template.md`
+(Spanish, like every page of the site); this module writes the figures into it.
+
+A ratio is always the anchor's figure divided by ours on SQLite: above 1× the anchor needs
+more; below 1× we are behind, and the page lists every such figure in its own section.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent / "docs"
+PAGE = DOCS / "rendimiento.md"
+TEMPLATE = HERE / "page_template.md"
+PLOTS = {"bytes": DOCS / "rendimiento-almacen.svg", "cpu_per_step_ms": DOCS / "rendimiento-cpu.svg"}
+OURS = "lite"
+ANCHORS = ("synaptum", "langgraph")
+ORDER = (OURS, "lite_postgres", *ANCHORS)
+REFERENCE_N = 200
+STORES = {
+    OURS: '`SqliteCheckpointer`: un fichero SQLite, `durability="full"`',
+    "lite_postgres": "PostgresCheckpointer: un esquema por medida en el servidor de "
+    "SYNAPTUM_BENCH_POSTGRES_URL",
+    "synaptum": "su SqliteCheckpointer (PyPI synaptum==1.0.0rc6, el marco de la página semilla)",
+    "langgraph": 'SqliteSaver; grafo modelo → ToolNode, `durability="sync"`',
+}
+CHECKS = {
+    "docs check": "ejecuta cada cuaderno y compara lo que imprime con el bloque de su página",
+    "nbval --nbval": "ejecuta y compara con las salidas guardadas (copias que las llevan)",
+    "nbval --nbval-lax": "ejecuta; solo falla si una celda lanza una excepción",
+    "nbmake": "ejecuta; solo falla si una celda lanza una excepción",
+}
+
+
+# ── numbers, the Spanish way (4.200,5) ───────────────────────────────────────────────────────
+
+
+def _number(value: float, decimals: int) -> str:
+    return f"{value:,.{decimals}f}".replace(",", "\0").replace(".", ",").replace("\0", ".")
+
+
+def _bytes(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{_number(value / 1e3, 0)} kB" if value < 1e6 else f"{_number(value / 1e6, 1)} MB"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value >= 1000:
+        return f"{_number(value / 1000, 1)} s"
+    return f"{_number(value, 0 if value >= 100 else 1 if value >= 10 else 2)} ms"
+
+
+def _ratio(anchor: float | None, ours: float | None) -> str:
+    if anchor is None or not ours:
+        return "—"
+    ratio = anchor / ours
+    return f"{_number(ratio, 0 if ratio >= 10 else 1 if ratio >= 1 else 2)}×"
+
+
+def _count(value: float | None) -> str:
+    return "—" if value is None else _number(value, 0 if float(value).is_integer() else 1)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def _table(header: list[str], rows: list[list[str]], align: str) -> str:
+    """A Markdown table; `align` has one letter per column, `l` or `r`."""
+    rule = ["---" if a == "l" else "---:" for a in align]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, rule, *rows])
+
+
+# ── the page ─────────────────────────────────────────────────────────────────────────────────
+
+
+def write(results: dict[str, Any]) -> None:
+    """Write docs/rendimiento.md and its plots from `results`, as `benchmarks.run` saves them."""
+    runs = {key: value for key, value in results.get("durable_runs", {}).items() if value["rows"]}
+    for metric, path in PLOTS.items():
+        _plot(runs, metric, path)
+    PAGE.write_text(render(results), encoding="utf-8")
+
+
+def render(results: dict[str, Any]) -> str:
+    runs = {key: value for key, value in results.get("durable_runs", {}).items() if value["rows"]}
+    sizes = results["settings"]["sizes"]
+    reference = REFERENCE_N if REFERENCE_N in sizes else max(sizes)
+    figures = Figures(runs, sizes)
+    fields = {
+        "command": results["command"],
+        "machine": _machine(results),
+        "contenders": _contenders(results, runs),
+        "summary": _summary(results, figures, reference),
+        "behind": _behind(results, figures),
+        "storage_plot": PLOTS["bytes"].name,
+        "cpu_plot": PLOTS["cpu_per_step_ms"].name,
+        "storage": figures.table("bytes", _bytes),
+        "cpu": figures.table("cpu_per_step_ms", _ms),
+        "closed": figures.table("closed_run_ms", _ms),
+        "resume": figures.table("first_call_after_kill_ms", _ms),
+        "repeated": figures.repeated(),
+        "race_outcomes": figures.race_outcomes(reference),
+        "docs": _docs(results.get("docs_check")),
+        "imports": _imports(results),
+    }
+    text = string.Template(TEMPLATE.read_text(encoding="utf-8")).substitute(fields)
+    return text.rstrip() + "\n"
+
+
+class Figures:
+    """The durable-run medians, by contender and N, as the tables show them."""
+
+    def __init__(self, runs: dict[str, Any], sizes: list[int]) -> None:
+        self.runs = runs
+        self.sizes = sizes
+        self.present = [key for key in ORDER if key in runs]
+        self.anchors = [key for key in ANCHORS if key in runs]
+
+    def label(self, key: str) -> str:
+        return self.runs[key]["label"]
+
+    def value(self, key: str, n: int, metric: str) -> Any:
+        row = next((row for row in self.runs.get(key, {}).get("rows", []) if row["n"] == n), None)
+        return None if row is None else row[metric]
+
+    def spread(self, key: str, n: int, metric: str, show: Callable[[Any], str]) -> str:
+        """The lowest and highest of the repeats: how far apart a noisy machine put them."""
+        values = [sample[metric] for sample in self.value(key, n, "samples") or []]
+        values = [value for value in values if value is not None]
+        return f"{show(min(values))}–{show(max(values))}" if values else "—"
+
+    def exponents(self, key: str) -> str:
+        """Over every N, and between the two largest (where growth shows)."""
+        rows = self.runs[key]["rows"]
+        whole = self.runs[key]["growth_exponent"]
+        top = None
+        if len(rows) >= 2:
+            a, b = rows[-2], rows[-1]
+            top = math.log(b["bytes"] / a["bytes"]) / math.log(b["n"] / a["n"])
+        return " · ".join("—" if x is None else _number(x, 2) for x in (whole, top))
+
+    def table(self, metric: str, show: Callable[[Any], str]) -> str:
+        others = [key for key in self.present if key != OURS]
+        header = ["N", self.label(OURS)] + [
+            cell for key in others for cell in (self.label(key), "×")
+        ]
+        rows = []
+        for n in self.sizes:
+            ours = self.value(OURS, n, metric)
+            cells = [str(n), show(ours)]
+            for key in others:
+                theirs = self.value(key, n, metric)
+                cells += [show(theirs), _ratio(theirs, ours)]
+            rows.append(cells)
+        return _table(header, rows, "r" * len(header))
+
+    def repeated(self) -> str:
+        header = ["N"] + [
+            c for key in self.present for c in (f"{self.label(key)}: tras matar", "en carrera")
+        ]
+        rows = []
+        for n in self.sizes:
+            cells = [str(n)]
+            for key in self.present:
+                cells += [
+                    self.pair(
+                        key, n, "repeated_tools_after_kill", "repeated_model_calls_after_kill"
+                    ),
+                    self.pair(key, n, "race_duplicate_tools", "race_duplicate_model_calls"),
+                ]
+            rows.append(cells)
+        return _table(header, rows, "r" * len(header))
+
+    def pair(self, key: str, n: int, tools: str, model: str) -> str:
+        return f"{_count(self.value(key, n, tools))} · {_count(self.value(key, n, model))}"
+
+    def race_outcomes(self, n: int) -> str:
+        lines = [f"Cómo acabó cada pareja de reanudadores a N = {n}, repetición a repetición:", ""]
+        for key in self.present:
+            outcomes = self.value(key, n, "race_outcomes") or []
+            lines.append(
+                f"- {self.label(key)}: " + "; ".join(" + ".join(pair) for pair in outcomes) + "."
+            )
+        lines += [
+            "",
+            "*RunBusy* es el «run ocupado» de `synaptum_lite`: el segundo proceso se entera al",
+            "momento y no ejecuta nada; *finished*, que el proceso llegó al final del run.",
+        ]
+        return "\n".join(lines)
+
+
+def _machine(results: dict[str, Any]) -> str:
+    machine, settings = results["machine"], results["settings"]
+
+    def loads(key: str) -> str:
+        return ", ".join(_number(x, 1) for x in machine.get(key, [])) or "—"
+
+    memory = _number(machine["memory_gib"], 0)
+    return "\n".join(
+        [
+            f"- {machine['cores']} núcleos ({machine['cpu']}), {memory} GiB de memoria, "
+            f"{machine['system']}.",
+            f"- Carga media (1, 5 y 15 min) al empezar: {loads('load_at_start')}; al terminar: "
+            f"{loads('load_at_end')}.",
+            f"- Medido el {results['date']}; la orden entera tardó "
+            f"{_duration(results.get('elapsed_s'))}.",
+            f"- Repeticiones: {settings['repeats']} por medida y N en los runs durables, "
+            f"{settings['docs_repeats']} al comprobar los cuadernos, "
+            f"{settings['import_repeats']} al importar.",
+        ]
+    )
+
+
+def _contenders(results: dict[str, Any], runs: dict[str, Any]) -> str:
+    stores = dict(STORES)
+    server = results.get("postgres")
+    if server:
+        stores["lite_postgres"] += (
+            f" (PostgreSQL {server['server_version']}, fsync={server['fsync']}, "
+            f"synchronous_commit={server['synchronous_commit']})"
+        )
+    else:  # results from before the server's settings were recorded
+        stores["lite_postgres"] += ", el local de scripts/postgres_local.sh (fsync=off)"
+    rows = [[runs[key]["label"], stores[key], runs[key]["python"]] for key in ORDER if key in runs]
+    text = _table(["quién", "almacén", "Python"], rows, "llr")
+    for message in results.get("skipped", []):
+        text += f'\n\n!!! note "No medido"\n    {message}'
+    return text
+
+
+def _summary(results: dict[str, Any], figures: Figures, n: int) -> str:
+    if OURS not in figures.runs:
+        return "## Resumen\n\nNo hay cifras de `synaptum_lite`."
+    anchors = figures.anchors
+    header = ["", figures.label(OURS)] + [c for key in anchors for c in (figures.label(key), "×")]
+    rows = []
+
+    def measured(title: str, metric: str, show: Callable[[Any], str]) -> None:
+        ours = figures.value(OURS, n, metric)
+        cells = [title, show(ours)]
+        for key in anchors:
+            theirs = figures.value(key, n, metric)
+            cells += [show(theirs), _ratio(theirs, ours)]
+        rows.append(cells)
+
+    def counted(title: str, tools: str, model: str) -> None:
+        cells = [title, figures.pair(OURS, n, tools, model)]
+        for key in anchors:
+            cells += [figures.pair(key, n, tools, model), ""]
+        rows.append(cells)
+
+    measured("bytes guardados", "bytes", _bytes)
+    rows.append(
+        ["exponente de crecimiento (todas las N · las dos mayores)", figures.exponents(OURS)]
+        + [c for key in anchors for c in (figures.exponents(key), "")]
+    )
+    measured("CPU por paso", "cpu_per_step_ms", _ms)
+    measured("devolver un run cerrado", "closed_run_ms", _ms)
+    measured("de reanudar a la primera llamada nueva", "first_call_after_kill_ms", _ms)
+    counted(
+        "repetidas tras matar (herramienta · modelo)",
+        "repeated_tools_after_kill",
+        "repeated_model_calls_after_kill",
+    )
+    counted(
+        "duplicadas en carrera (herramienta · modelo)",
+        "race_duplicate_tools",
+        "race_duplicate_model_calls",
+    )
+    imported = results.get("imports", {})
+    if OURS in imported:
+        ours = imported[OURS]["import_ms"]
+        cells = ["importar el paquete", _ms(ours)]
+        for key in anchors:
+            theirs = imported.get(key, {}).get("import_ms")
+            cells += [_ms(theirs), _ratio(theirs, ours)]
+        rows.append(cells)
+    lines = [f"## Resumen (N = {n})", "", _table(header, rows, "l" + "r" * (len(header) - 1))]
+    docs = results.get("docs_check") or {}
+    if "times" in docs:
+        ours = statistics.median(docs["times"]["docs check"])
+        ratios = ", ".join(
+            f"{name} {_ratio(statistics.median(values), ours)}"
+            for name, values in docs["times"].items()
+            if name != "docs check"
+        )
+        count = len(docs["notebooks"]) * docs.get("copies", 1)
+        lines += [
+            "",
+            f"Comprobar los {count} cuadernos: nuestra comprobación tarda "
+            f"{_ms(ours * 1000)}; frente a ella, {ratios}.",
+        ]
+    return "\n".join(lines)
+
+
+def _behind(results: dict[str, Any], figures: Figures) -> str:
+    """Every figure, at every N, where an anchor needs less than we do."""
+    findings = []
+    measured = {
+        "bytes": ("guarda menos", _bytes),
+        "cpu_per_step_ms": ("gasta menos CPU por paso", _ms),
+        "closed_run_ms": ("devuelve antes un run cerrado", _ms),
+        "first_call_after_kill_ms": ("llega antes a la primera llamada al reanudar", _ms),
+        "repeated_tools_after_kill": ("repite menos llamadas a la herramienta tras matar", _count),
+        "race_duplicate_tools": ("duplica menos ejecuciones de la herramienta en carrera", _count),
+    }
+    for key in figures.anchors:
+        for metric, (what, show) in measured.items():
+            for n in figures.sizes:
+                ours, theirs = figures.value(OURS, n, metric), figures.value(key, n, metric)
+                if ours is not None and theirs is not None and theirs < ours:
+                    detail = ""
+                    if show is not _count:
+                        detail = (
+                            f" ({_ratio(theirs, ours)}; repetición a repetición, "
+                            f"{figures.spread(key, n, metric, show)} frente a "
+                            f"{figures.spread(OURS, n, metric, show)})"
+                        )
+                    findings.append(
+                        f"- {figures.label(key)} {what} a N = {n}: {show(theirs)} frente a "
+                        f"{show(ours)}{detail}."
+                    )
+    imported = results.get("imports", {})
+    for key in figures.anchors:
+        if (
+            OURS in imported
+            and key in imported
+            and imported[key]["import_ms"] < imported[OURS]["import_ms"]
+        ):
+            theirs, ours = imported[key]["import_ms"], imported[OURS]["import_ms"]
+            findings.append(
+                f"- {figures.label(key)} se importa antes: {_ms(theirs)} frente a {_ms(ours)} "
+                f"({_ratio(theirs, ours)})."
+            )
+    docs = results.get("docs_check") or {}
+    if "times" in docs:
+        ours = statistics.median(docs["times"]["docs check"])
+        for name, values in docs["times"].items():
+            theirs = statistics.median(values)
+            if name != "docs check" and theirs < ours:
+                findings.append(
+                    f"- {name} comprueba los cuadernos antes: {_ms(theirs * 1000)} frente a "
+                    f"{_ms(ours * 1000)} ({_ratio(theirs, ours)}); lo que comprueba: "
+                    f"{CHECKS.get(name, '?')}."
+                )
+    if not findings:
+        return "En esta medición, en ninguna cifra: ningún ancla necesita menos que nosotros."
+    return "\n".join(
+        ["Donde un ancla necesita menos que nosotros, en esta medición:", "", *findings]
+    )
+
+
+def _docs(docs: dict[str, Any] | None) -> str:
+    if not docs:
+        return "No medido en esta ejecución."
+    if "failure" in docs:
+        return (
+            "No medido: ningún cuaderno pasa la comprobación.\n\n```text\n"
+            + docs["failure"]
+            + "\n```"
+        )
+    ours = statistics.median(docs["times"]["docs check"])
+    count = len(docs["notebooks"]) * docs.get("copies", 1)
+    environment = "test + bench + lab" if "lab" in docs["environment"] else "test + bench, el de CI"
+    lines = [
+        f"Los mismos {count} cuadernos de `notebooks/propiedades/`, cada uno en un kernel nuevo y",
+        "sin variables de modelo, cronometrando la orden entera tal como la escribiría una persona",
+        f"(arranque del intérprete incluido), alternando, {docs['repeats']} veces cada orden. La",
+        "comprobación de `pytest` además construye el sitio y lee su HTML; eso no entra aquí.",
+        f"Entorno: {environment}.",
+        "",
+    ]
+    rows = []
+    for name, values in docs["times"].items():
+        median = statistics.median(values)
+        rows.append(
+            [
+                name,
+                CHECKS.get(name, ""),
+                _ms(median * 1000),
+                _ms(min(values) * 1000),
+                _ratio(median, ours),
+            ]
+        )
+    lines.append(_table(["orden", "qué comprueba", "mediana", "la más rápida", "×"], rows, "llrrr"))
+    if "nbmake" not in docs["times"]:
+        lines += ["", "nbmake no estaba instalado en el entorno de la orden: no se midió."]
+    if docs.get("left_out"):
+        lines += [
+            "",
+            "Fuera de la medida, porque no pasaban nuestra comprobación cuando se midió: "
+            + ", ".join(docs["left_out"])
+            + ".",
+        ]
+    lines += [
+        "",
+        "Cada cuaderno en nuestro ejecutor, del arranque del kernel a la última celda:",
+        "",
+    ]
+    lines += [f"- {stem}: {_ms(seconds * 1000)}" for stem, seconds in docs["per_notebook"].items()]
+    return "\n".join(lines)
+
+
+def _imports(results: dict[str, Any]) -> str:
+    imported = results.get("imports")
+    if not imported or OURS not in imported:
+        return "No medido en esta ejecución."
+    labels = {key: value["label"] for key, value in results.get("contenders", {}).items()}
+    ours = imported[OURS]["import_ms"]
+    rows = []
+    for key in (OURS, *ANCHORS):
+        if key not in imported:
+            continue
+        item = imported[key]
+        rows.append(
+            [
+                labels.get(key, key),
+                f"`{item['statement']}`",
+                _ms(item["python_start_ms"]),
+                _ms(item["with_import_ms"]),
+                _ms(item["import_ms"]),
+                "" if key == OURS else _ratio(item["import_ms"], ours),
+            ]
+        )
+    header = ["quién", "importaciones", "arranque de Python", "con las importaciones", "coste", "×"]
+    return _table(header, rows, "llrrrr")
+
+
+# ── the plots ────────────────────────────────────────────────────────────────────────────────
+
+
+def _plot(runs: dict[str, Any], metric: str, path: Path) -> None:
+    """A log-log plot of `metric` against N, one line per contender; the SVG is the same for
+    the same figures (no date, fixed ids)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update(
+        {"svg.hashsalt": "synaptum-lite", "svg.fonttype": "none", "font.size": 10}
+    )
+    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    for key, marker in zip(ORDER, "oDs^", strict=True):
+        if key not in runs:
+            continue
+        rows = runs[key]["rows"]
+        values = [row[metric] / (1e6 if metric == "bytes" else 1) for row in rows]
+        axes.plot([row["n"] for row in rows], values, marker=marker, label=runs[key]["label"])
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    sizes = sorted({row["n"] for value in runs.values() for row in value["rows"]})
+    shown = [
+        row[metric] / (1e6 if metric == "bytes" else 1) for v in runs.values() for row in v["rows"]
+    ]
+    axes.set_xticks(sizes, [str(n) for n in sizes])
+    axes.set_yticks(*_log_ticks(min(shown), max(shown)))
+    axes.minorticks_off()
+    axes.set_xlabel("N (vueltas del run)")
+    axes.set_ylabel("MB guardados" if metric == "bytes" else "ms de CPU por paso")
+    axes.set_title("Almacenamiento frente a N" if metric == "bytes" else "CPU por paso frente a N")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(figure)
+
+
+def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Ticks for a log axis from `low` to `high`, labelled as plain Spanish numbers: decades
+    when the range spans more than two, else 1-2-5 steps."""
+    steps = (1,) if math.log10(high / low) > 2 else (1, 2, 5)
+    exponents = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    ticks = [
+        s * 10.0**e for e in exponents for s in steps if low / 1.5 <= s * 10.0**e <= high * 1.5
+    ]
+    labels = [_number(t, max(0, -math.floor(math.log10(t)))) for t in ticks]
+    return ticks, labels

@@ -1,0 +1,187 @@
+"""The one benchmark command: every measurement side by side, in one process tree and one
+sitting, then the results (JSON) and the page that shows them (docs/rendimiento.md).
+
+    uv run --group bench python -m benchmarks.run
+
+- durable runs: the workload of `benchmarks.workload` at N = 10, 50, 200, 400 for
+  synaptum_lite on SQLite (and on PostgreSQL when SYNAPTUM_BENCH_POSTGRES_URL is set),
+  upstream Synaptum 1.0.0rc6 and LangGraph's SqliteSaver, each anchor in a virtual
+  environment of its own (`benchmarks.anchors`); see `benchmarks.durable_runs`;
+- the docs check on the property notebooks against nbval and nbmake (`benchmarks.docs_check`);
+- import time (`benchmarks.imports`).
+
+Every figure is a median over repeats and is shown as a ratio to ours. Not a test: times
+here are only compared with each other, measured in the same run on the same machine.
+`--quick` is for working on the benchmark itself (small N, one repeat, no page);
+`--page-only` regenerates the page from the JSON without measuring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import anchors, durable_runs, imports, page
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+COMMAND = "uv run --group bench python -m benchmarks.run"
+
+
+def machine() -> dict[str, object]:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read("/proc/cpuinfo").splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    )
+    memory = next(
+        (
+            line.split()[1]
+            for line in _read("/proc/meminfo").splitlines()
+            if line.startswith("MemTotal")
+        ),
+        "0",
+    )
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "memory_gib": round(int(memory) / 2**20, 1),
+        "system": f"{platform.system()} {platform.release()}",
+        "load_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def postgres_settings(url: str) -> dict[str, str]:
+    """What decides how much a PostgreSQL commit costs on that server."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        return {
+            name: connection.execute(f"SHOW {name}").fetchone()[0]
+            for name in ("server_version", "fsync", "synchronous_commit")
+        }
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 400])
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="repeats of each durable-run measurement"
+    )
+    parser.add_argument("--docs-repeats", type=int, default=5)
+    parser.add_argument("--import-repeats", type=int, default=15)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=["runs", "docs", "imports"],
+        default=["runs", "docs", "imports"],
+    )
+    parser.add_argument("--quick", action="store_true", help="N = 10 and 50, one repeat, no page")
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS, help=f"where the results go (default {RESULTS})"
+    )
+    parser.add_argument(
+        "--page-only", action="store_true", help="regenerate the page from --json only"
+    )
+    options = parser.parse_args()
+
+    if options.page_only:
+        page.write(json.loads(options.json.read_text()))
+        print(f"wrote {page.PAGE}")
+        return
+    if options.quick:
+        options.sizes, options.repeats, options.docs_repeats, options.import_repeats = (
+            [10, 50],
+            1,
+            1,
+            3,
+        )
+        if options.json == RESULTS:
+            options.json = Path(tempfile.gettempdir()) / "synaptum-lite-bench-quick.json"
+
+    drawing = not options.quick and set(options.only) == {"runs", "docs", "imports"}
+    if drawing and importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit(
+            "matplotlib draws the page's plots and is not installed here: run with the bench "
+            "group (or add `--with matplotlib` to `uv run`)"
+        )
+    started = time.perf_counter()
+    postgres_url = os.environ.get("SYNAPTUM_BENCH_POSTGRES_URL") or None
+    print("contenders:", flush=True)
+    contenders, skipped = anchors.contenders(postgres_url)
+    for contender in contenders:
+        print(f"  {contender.label} (Python {contender.python_version})", flush=True)
+    for message in skipped:
+        print(f"  {message}", flush=True)
+    results: dict[str, object] = {
+        "command": COMMAND,
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "settings": {
+            "sizes": options.sizes,
+            "repeats": options.repeats,
+            "docs_repeats": options.docs_repeats,
+            "import_repeats": options.import_repeats,
+        },
+        "contenders": {c.key: {"label": c.label, "python": c.python_version} for c in contenders},
+        "skipped": skipped,
+    }
+
+    if any(c.store == "postgres" for c in contenders):
+        results["postgres"] = postgres_settings(postgres_url)
+    if "imports" in options.only:
+        print("import time", flush=True)
+        results["imports"] = imports.measure(contenders, options.import_repeats)
+    if "runs" in options.only:
+        print(f"durable runs, N = {options.sizes}, {options.repeats} repeat(s)", flush=True)
+        with tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+            results["durable_runs"] = durable_runs.measure(
+                contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
+            )
+    if "docs" in options.only:
+        print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
+        results["docs_check"] = _docs_check(options.docs_repeats)
+
+    results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
+    results["elapsed_s"] = round(time.perf_counter() - started, 1)
+    options.json.parent.mkdir(parents=True, exist_ok=True)
+    options.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {options.json} after {results['elapsed_s']:.0f} s", flush=True)
+    if drawing:
+        page.write(results)
+        print(f"wrote {page.PAGE}", flush=True)
+
+
+def _docs_check(repeats: int) -> dict[str, object]:
+    from benchmarks import docs_check
+
+    try:
+        return docs_check.measure(repeats)
+    except SystemExit as exc:  # a notebook that does not run cleanly: say so, keep the rest
+        print(f"  docs check not measured: {exc}", file=sys.stderr, flush=True)
+        return {"failure": str(exc)}
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
