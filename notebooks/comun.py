@@ -48,8 +48,8 @@ def linea_de_modo() -> str:
             "(exporta SYNAPTUM_BASE_URL para usar un modelo real)"
         )
     if variable == "AXONIUM_CLIENT_ID":
-        return f"con inferencia · Axonium · modelo {nombre_del_modelo()}"
-    return f"con inferencia · {os.environ['SYNAPTUM_BASE_URL']} · modelo {nombre_del_modelo()}"
+        return f"vía SDK de plataforma · {nombre_del_modelo()}"
+    return f"HTTP directo · {os.environ['SYNAPTUM_BASE_URL']}"
 
 
 def encabezado(titulo: str) -> None:
@@ -61,10 +61,6 @@ def encabezado(titulo: str) -> None:
     print()
 
 
-class ModeloRealNoDisponible(RuntimeError):
-    """Se pidió un modelo real y este kit todavía no sabe hablar con él."""
-
-
 def gateway(
     guion: Sequence[Any | Callable[..., Any]], *, tools: Sequence[Any] = (), **opciones: Any
 ) -> Any:
@@ -73,19 +69,24 @@ def gateway(
     Sin modelo configurado devuelve el doble, `ScriptedGateway(guion, tools=tools)`, que
     contesta con el guion (respuestas o funciones que responden según la petición) y ejecuta
     las herramientas de verdad. Cualquier gateway que devuelve cuenta `model_calls`.
-    `opciones` pasa tal cual al gateway: `policy=` (la política, en cualquier gateway) y
-    `chunk_size=` (el tamaño de los fragmentos que emite el doble al hacer streaming).
+    `opciones` pasa al gateway: `policy=` (la política, en cualquier gateway) y
+    `chunk_size=` (el tamaño de los fragmentos que emite el doble; un modelo real manda los
+    suyos, así que ahí se ignora).
 
-    Con `SYNAPTUM_BASE_URL` o `AXONIUM_CLIENT_ID` en el entorno, el guion se ignora: contesta
-    el modelo.
+    Con `AXONIUM_CLIENT_ID` en el entorno contesta un modelo de la plataforma, por su SDK
+    (`synaptum_lite.axonium`); si no, con `SYNAPTUM_BASE_URL`, un servidor compatible con
+    OpenAI por HTTP (`synaptum_lite.http`). El guion se ignora: contesta el modelo.
     """
     variable = modelo_real()
     if variable is None:
         from synaptum_lite.testing import ScriptedGateway
 
         return ScriptedGateway(list(guion), tools=tools, **opciones)
-    raise ModeloRealNoDisponible(
-        f"{variable} está en el entorno, pero esta versión de synaptum_lite todavía no trae "
-        f"el gateway para un modelo real. Quita {variable} del entorno para correr el "
-        "cuaderno con respuestas guionizadas."
-    )
+    opciones.pop("chunk_size", None)
+    if variable == "AXONIUM_CLIENT_ID":
+        from synaptum_lite.axonium import AxoniumGateway
+
+        return AxoniumGateway.from_env(tools=tools, **opciones)
+    from synaptum_lite.http import OpenAICompatibleGateway
+
+    return OpenAICompatibleGateway.from_env(tools=tools, **opciones)

@@ -7,6 +7,7 @@ subclasses it and implements `_complete` (and `_stream`, when it can stream).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,8 +63,10 @@ class LocalGateway:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         self.model_calls += 1
-        async for item in self._stream(request):
-            yield item
+        # closing this stream closes the provider's at once, not when it is garbage collected
+        async with contextlib.aclosing(self._stream(request)) as upstream:
+            async for item in upstream:
+                yield item
 
     async def call_tool(self, tool: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
         if self.tools is not None and self.tools.get(tool.name) is not tool:

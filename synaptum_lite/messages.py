@@ -27,12 +27,14 @@ class ToolCall:
     """A model's request to run one tool with JSON arguments.
 
     `id` is the provider's identifier for the call; it is recorded with the response, so a
-    replay re-derives the same id.
+    replay re-derives the same id. `arguments` is the decoded JSON object, or the model's raw
+    text when it could not be decoded: the loop then answers the model with the error instead
+    of running the tool.
     """
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}

@@ -39,11 +39,26 @@ def test_without_model_variables_the_gateway_is_the_scripted_double(comun) -> No
     assert comun.nombre_del_modelo() == "guionizado"
 
 
-@pytest.mark.parametrize("variable", ["SYNAPTUM_BASE_URL", "AXONIUM_CLIENT_ID"])
-def test_a_real_model_variable_is_not_silently_ignored(comun, monkeypatch, variable) -> None:
-    monkeypatch.setenv(variable, "http://127.0.0.1:9/v1")
+def test_a_url_selects_the_http_gateway_and_the_header_says_so(comun, monkeypatch) -> None:
+    pytest.importorskip("httpx")
+    from synaptum_lite.http import OpenAICompatibleGateway
+
+    monkeypatch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("SYNAPTUM_MODEL", "un-modelo")
     assert comun.nombre_del_modelo() == "un-modelo"
-    assert comun.linea_de_modo().startswith("con inferencia")
-    with pytest.raises(comun.ModeloRealNoDisponible, match=variable):
-        comun.gateway([])
+    assert comun.linea_de_modo() == "HTTP directo · http://127.0.0.1:9/v1"
+    puerta = comun.gateway([], chunk_size=8)  # the double's option is ignored on a real model
+    assert isinstance(puerta, OpenAICompatibleGateway)
+    assert puerta.model_calls == 0
+
+
+def test_axonium_takes_precedence_over_the_url(comun, monkeypatch) -> None:
+    pytest.importorskip("axonium")
+    from synaptum_lite.axonium import AxoniumGateway
+
+    monkeypatch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("AXONIUM_CLIENT_ID", "cliente")
+    monkeypatch.setenv("AXONIUM_CLIENT_SECRET", "secreto")
+    monkeypatch.setenv("SYNAPTUM_MODEL", "un-modelo")
+    assert comun.linea_de_modo() == "vía SDK de plataforma · un-modelo"
+    assert isinstance(comun.gateway([]), AxoniumGateway)
