@@ -147,9 +147,12 @@ async def run_notebooks(
     timeout: float = DEFAULT_TIMEOUT,
     parallel: int | None = None,
     fork: bool | None = None,
+    model: dict[str, str] | None = None,
 ) -> list[NotebookRun]:
     """Run every notebook in its own fresh kernel, at most `parallel` at a time.
 
+    Kernels never inherit the caller's model variables; `model` gives them some on purpose
+    (e.g. `{"SYNAPTUM_BASE_URL": …}` to run the notebooks on a real model).
     `fork` chooses where kernels come from (default: the warm parent on Linux). Returns one
     `NotebookRun` per path, in the order given. Never raises for what a notebook does: a cell
     that fails, a kernel that dies or a timeout is recorded in the result.
@@ -158,6 +161,7 @@ async def run_notebooks(
     # Twice the cores: a notebook often waits (on a child process, a lock, a file).
     limit = asyncio.Semaphore(parallel or 2 * (os.cpu_count() or 1))
     env = kernel_environment()
+    env.update(model or {})
     # debugpy warns on stderr about frozen modules; the check needs no debugger.
     env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
     use_fork = sys.platform == "linux" if fork is None else fork
