@@ -5,6 +5,7 @@ difference of the medians; the interpreter's own start-up is reported beside it.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import time
@@ -13,9 +14,15 @@ from benchmarks.anchors import Contender
 from benchmarks.durable_runs import REPO
 
 
+# Bytecode is cached for every contender, as on any installation: without this, a machine that
+# sets PYTHONDONTWRITEBYTECODE would compile our (editable, source) package at every import
+# and not the anchors' (compiled when installed).
+_ENVIRONMENT = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _seconds(command: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True, env=_ENVIRONMENT)
     return time.perf_counter() - started
 
 
