@@ -50,7 +50,7 @@ install_server() {
 # as_owner CMD...: run CMD as the user that owns the cluster (never root).
 as_owner() {
     if [[ $(id -u) -eq 0 ]]; then
-        runuser -u postgres -- "$@"
+        (cd / && runuser -u postgres -- "$@")  # postgres may not enter the caller's folder
     else
         "$@"
     fi
