@@ -45,6 +45,18 @@ async def drive(agent: Agent, session: Session) -> int:
     return count
 
 
+async def return_closed(agent: Agent, path: Path, durability: str) -> float:
+    """Seconds to return the closed run journaled in `path` (the file already open)."""
+    reopened = SqliteCheckpointer(path, durability=durability)
+    await reopened.load("warm-up")  # open the file outside the timing
+    start = time.perf_counter()
+    steps = await drive(agent, Session("r", ScriptedGateway([]), reopened))
+    elapsed = time.perf_counter() - start
+    assert steps == 1
+    await reopened.close()
+    return elapsed
+
+
 def measure(n: int, repeats: int, durability: str, kind: str) -> dict[str, float]:
     sizes, cpus, closed = [], [], []
     for _ in range(repeats):
@@ -58,17 +70,7 @@ def measure(n: int, repeats: int, durability: str, kind: str) -> dict[str, float
             asyncio.run(store.close())
             sizes.append(path.stat().st_size)
 
-            async def return_closed() -> float:
-                reopened = SqliteCheckpointer(path, durability=durability)
-                await reopened.load("warm-up")  # open the file outside the timing
-                start = time.perf_counter()
-                steps = await drive(agent, Session("r", ScriptedGateway([]), reopened))
-                elapsed = time.perf_counter() - start
-                assert steps == 1
-                await reopened.close()
-                return elapsed
-
-            closed.append(asyncio.run(return_closed()))
+            closed.append(asyncio.run(return_closed(agent, path, durability)))
     return {
         "n": n,
         "bytes": statistics.median(sizes),
@@ -89,12 +91,15 @@ def empty_journal_bytes() -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 400])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    report = {"machine": f"{platform.machine()} · {platform.python_implementation()} {platform.python_version()}"}
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    report = {"machine": f"{platform.machine()} · {python}"}
     for durability, kind in (("full", "text"), ("full", "random"), ("normal", "text")):
         rows = [measure(n, args.repeats, durability, kind) for n in args.sizes]
         name = f"{durability}/{kind}"
@@ -105,7 +110,8 @@ def main() -> None:
             "empty_journal_bytes": base,
             "growth_exponent_above_empty": growth_exponent(rows, base),
         }
-        print(f"\nSQLite, durability={durability!r}, payload {kind} ({report['machine']}; medians of {args.repeats})")
+        where = f"{report['machine']}; medians of {args.repeats}"
+        print(f"\nSQLite, durability={durability!r}, payload {kind} ({where})")
         print(f"{'N':>5} {'bytes':>10} {'× payload':>10} {'closed run':>11} {'CPU/step':>9}")
         for r in rows:
             print(

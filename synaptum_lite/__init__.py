@@ -8,8 +8,8 @@ from .errors import (
     CorruptJournal,
     InvalidToolCall,
     JournalError,
-    NothingToResolve,
     NotAJournal,
+    NothingToResolve,
     ProviderError,
     ReplayDivergence,
     RunBusy,
@@ -24,7 +24,16 @@ from .errors import (
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
 from .gateway import Gateway, LocalGateway
 from .journal import Checkpointer, MemoryCheckpointer, RunState, load_events
-from .messages import Message, ModelRequest, ModelResponse, Role, ToolCall, ToolResult, ToolSpec, Usage
+from .messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Role,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .sqlite import SqliteCheckpointer

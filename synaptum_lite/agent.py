@@ -29,7 +29,16 @@ from .errors import (
     ToolResultNotSerializable,
     UncertainEffect,
 )
-from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep, step_id
+from .events import (
+    ApprovalStep,
+    DelegationStep,
+    FinalStep,
+    ModelStep,
+    Phase,
+    Step,
+    ToolStep,
+    step_id,
+)
 from .messages import ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from .policy import Action, Proposal
 from .replay import Journal, StepHistory
@@ -77,7 +86,9 @@ class Agent:
         self.tools: dict[str, Tool] = {}
         for item in tools:
             if not isinstance(item, Tool):
-                raise ConfigurationError(f"agent {name!r}: {item!r} is not a tool; decorate it with @tool")
+                raise ConfigurationError(
+                    f"agent {name!r}: {item!r} is not a tool; decorate it with @tool"
+                )
             if item.name in self.tools:
                 raise ConfigurationError(f"agent {name!r}: two tools are named {item.name!r}")
             self.tools[item.name] = item
@@ -86,13 +97,21 @@ class Agent:
             if not isinstance(delegate, Agent):
                 raise ConfigurationError(f"agent {name!r}: delegate {delegate!r} is not an Agent")
             if delegate.name in self.tools or delegate.name in self.delegates:
-                raise ConfigurationError(f"agent {name!r}: two tools or delegates are named {delegate.name!r}")
+                raise ConfigurationError(
+                    f"agent {name!r}: two tools or delegates are named {delegate.name!r}"
+                )
             self.delegates[delegate.name] = delegate
         self.description = description or instructions.strip().splitlines()[0]
-        if output is not None and not (dataclasses.is_dataclass(output) and isinstance(output, type)):
-            raise ConfigurationError(f"agent {name!r}: output must be a dataclass type, got {output!r}")
+        if output is not None and not (
+            dataclasses.is_dataclass(output) and isinstance(output, type)
+        ):
+            raise ConfigurationError(
+                f"agent {name!r}: output must be a dataclass type, got {output!r}"
+            )
         if max_steps < 1:
-            raise ConfigurationError(f"agent {name!r}: max_steps must be at least 1, got {max_steps}")
+            raise ConfigurationError(
+                f"agent {name!r}: max_steps must be at least 1, got {max_steps}"
+            )
         self.output = output
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output
@@ -101,7 +120,9 @@ class Agent:
             try:
                 self._output_schema, self._parse_output = schema_of(output)
             except ToolDefinitionError as exc:
-                raise ConfigurationError(f"agent {name!r}: output={output.__name__} cannot be described: {exc.problem}") from None
+                raise ConfigurationError(
+                    f"agent {name!r}: output={output.__name__} cannot be described: {exc.problem}"
+                ) from None
         self._callable = {**self.tools, **{d.name: _as_tool(d) for d in self.delegates.values()}}
         self._specs = tuple(t.spec for t in self._callable.values())
 
@@ -150,20 +171,26 @@ class Agent:
 
     async def _drive(self, task: str, session: Session, *, streaming: bool) -> AsyncIterator[Any]:
         async with session.checkpointer.hold(session.run_id):
-            journal, closed = await Journal.open(session.run_id, session.checkpointer, self.configuration, task)
+            journal, closed = await Journal.open(
+                session.run_id, session.checkpointer, self.configuration, task
+            )
             if closed is not None:
                 yield self._typed(closed)
                 return
             try:
                 # closing this generator closes the step that is running, at once (a stream
                 # stops upstream), instead of leaving it to the garbage collector
-                async with contextlib.aclosing(self._turns(journal, session, task, streaming)) as turns:
+                async with contextlib.aclosing(
+                    self._turns(journal, session, task, streaming)
+                ) as turns:
                     async for event in turns:
                         yield event
             finally:
                 await journal.flush()
 
-    async def _turns(self, journal: Journal, session: Session, task: str, streaming: bool) -> AsyncIterator[Any]:
+    async def _turns(
+        self, journal: Journal, session: Session, task: str, streaming: bool
+    ) -> AsyncIterator[Any]:
         context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
         usage = Usage(0, 0, 0)
         for _turn in range(self.max_steps):
@@ -171,7 +198,9 @@ class Agent:
             if refusal is not None:
                 yield await self._finish(journal, session, usage, reason=refusal)
                 return
-            async with contextlib.aclosing(self._model_step(journal, session, context, streaming)) as step:
+            async with contextlib.aclosing(
+                self._model_step(journal, session, context, streaming)
+            ) as step:
                 async for event in step:
                     yield event
             response: ModelResponse = event.response
@@ -186,7 +215,9 @@ class Agent:
                 if isinstance(event, DelegationStep) and event.usage is not None:
                     usage += event.usage
                 if event.decision and event.decision.get("action") == "terminate":
-                    yield await self._finish(journal, session, usage, reason=event.decision["reason"])
+                    yield await self._finish(
+                        journal, session, usage, reason=event.decision["reason"]
+                    )
                     return
                 context.add_result(call, event.result)
             if response.tool_calls:
@@ -200,12 +231,23 @@ class Agent:
         raise StepLimitExceeded(session.run_id, self.max_steps, event.step_id)
 
     async def _finish(
-        self, journal: Journal, session: Session, usage: Usage, *, text: str | None = None, output: Any = None,
+        self,
+        journal: Journal,
+        session: Session,
+        usage: Usage,
+        *,
+        text: str | None = None,
+        output: Any = None,
         reason: str | None = None,
     ) -> FinalStep:
         final_id, _ = journal.next_step("final")
         final = FinalStep(
-            run_id=session.run_id, step_id=final_id, text=text, output=output, reason=reason, usage=usage
+            run_id=session.run_id,
+            step_id=final_id,
+            text=text,
+            output=output,
+            reason=reason,
+            usage=usage,
         )
         await journal.write(final)
         return final
@@ -220,7 +262,9 @@ class Agent:
         if verdict.action is Action.TERMINATE:
             return verdict.reason
         if verdict.action is not Action.ALLOW:
-            raise ConfigurationError(f"a model call can be allowed or terminated, the policy said {verdict.action.value}")
+            raise ConfigurationError(
+                f"a model call can be allowed or terminated, the policy said {verdict.action.value}"
+            )
         return None
 
     async def _model_step(
@@ -239,7 +283,11 @@ class Agent:
             return
         attempt = history.attempt + 1 if history is not None else 1
         attempted = ModelStep(
-            run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, fingerprint=fingerprint
+            run_id=session.run_id,
+            step_id=step_id,
+            phase=Phase.ATTEMPTED,
+            attempt=attempt,
+            fingerprint=fingerprint,
         )
         journal.defer(attempted)  # written with the completed event: see Journal.defer
         yield attempted
@@ -261,7 +309,9 @@ class Agent:
                     raise
                 await session.sleep(session.retry.delay(call_number, exc.retry_after))
         if response is None:
-            raise ConfigurationError(f"{type(session.gateway).__name__}.stream ended without a ModelResponse")
+            raise ConfigurationError(
+                f"{type(session.gateway).__name__}.stream ended without a ModelResponse"
+            )
         completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=response)
         await journal.write(completed)
         yield completed
@@ -285,35 +335,56 @@ class Agent:
             if verdict.action is Action.REQUIRE_APPROVAL:
                 approval_id, _ = journal.next_step("approval")
                 request = ApprovalStep(
-                    run_id=session.run_id, step_id=approval_id, phase=Phase.ATTEMPTED, call=call, reason=verdict.reason
+                    run_id=session.run_id,
+                    step_id=approval_id,
+                    phase=Phase.ATTEMPTED,
+                    call=call,
+                    reason=verdict.reason,
                 )
                 await journal.write(request)
                 yield request
                 return
             if verdict.action in (Action.DENY, Action.TERMINATE):
-                decision = {"action": verdict.action.value, "by": "policy", "reason": verdict.reason}
+                decision = {
+                    "action": verdict.action.value,
+                    "by": "policy",
+                    "reason": verdict.reason,
+                }
                 yield await self._refuse(journal, session, kind, call, decision)
                 return
         elif history.kind == "approval":
             approval_id, _ = journal.next_step("approval")
             request = history.attempted
             if not isinstance(request, ApprovalStep) or request.call != call:
-                raise ReplayDivergence(session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}")
+                raise ReplayDivergence(
+                    session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
+                )
             if history.completed is None:
                 yield request.as_replayed()  # still waiting; nobody is asked twice
                 return
             decision = history.completed.decision or {}  # type: ignore[attr-defined]
             yield history.completed.as_replayed()
             if not decision.get("granted"):
-                refusal = {"action": "deny", "by": decision.get("by"), "reason": decision.get("note") or "denied"}
+                refusal = {
+                    "action": "deny",
+                    "by": decision.get("by"),
+                    "reason": decision.get("note") or "denied",
+                }
                 yield await self._refuse(journal, session, kind, call, refusal)
                 return
-        async with contextlib.aclosing(self._tool_step(journal, session, kind, call, target)) as step:
+        async with contextlib.aclosing(
+            self._tool_step(journal, session, kind, call, target)
+        ) as step:
             async for event in step:
                 yield event
 
     async def _refuse(
-        self, journal: Journal, session: Session, kind: str, call: ToolCall, decision: dict[str, Any]
+        self,
+        journal: Journal,
+        session: Session,
+        kind: str,
+        call: ToolCall,
+        decision: dict[str, Any],
     ) -> ToolStep:
         """Record a call that was refused before it ran: an outcome the model reads, not an
         uncertain effect."""
@@ -348,7 +419,13 @@ class Agent:
             return
         attempt = _next_attempt(session, step_id, call, target, history)
         cls = DelegationStep if kind == "delegate" else ToolStep
-        attempted = cls(run_id=session.run_id, step_id=step_id, phase=Phase.ATTEMPTED, attempt=attempt, call=call)
+        attempted = cls(
+            run_id=session.run_id,
+            step_id=step_id,
+            phase=Phase.ATTEMPTED,
+            attempt=attempt,
+            call=call,
+        )
         if target is not None and not target.idempotent:
             await journal.write(attempted)  # write-ahead: on disk before the effect can happen
         else:
@@ -357,18 +434,24 @@ class Agent:
         context = ToolContext(session.run_id, step_id, attempt)
         if kind == "delegate":
             result, usage = await self._delegate(session, self.delegates[call.name], call, context)
-            completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result, usage=usage)
+            completed = dataclasses.replace(
+                attempted, phase=Phase.COMPLETED, result=result, usage=usage
+            )
         else:
             result = await self._execute(session, target, call, context)
             completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)
         await journal.write(completed)
         yield completed
 
-    async def _execute(self, session: Session, tool: Tool | None, call: ToolCall, context: ToolContext) -> ToolResult:
+    async def _execute(
+        self, session: Session, tool: Tool | None, call: ToolCall, context: ToolContext
+    ) -> ToolResult:
         """Run one tool call. What the model or the tool got wrong becomes an error result."""
         if tool is None:
             available = ", ".join(sorted(self._callable)) or "none"
-            return ToolResult(f"there is no tool {call.name!r}; the tools are: {available}", is_error=True)
+            return ToolResult(
+                f"there is no tool {call.name!r}; the tools are: {available}", is_error=True
+            )
         try:
             arguments = tool.bind(call.arguments)
         except InvalidToolCall as exc:
@@ -382,7 +465,9 @@ class Agent:
         try:
             return ToolResult(to_result_text(value))
         except (TypeError, ValueError):
-            raise ToolResultNotSerializable(session.run_id, context.step_id, tool.name, type(value).__name__) from None
+            raise ToolResultNotSerializable(
+                session.run_id, context.step_id, tool.name, type(value).__name__
+            ) from None
 
     async def _delegate(
         self, session: Session, agent: Agent, call: ToolCall, context: ToolContext
@@ -397,14 +482,17 @@ class Agent:
         async for event in agent.run(task, session=sub_session):
             if isinstance(event, ApprovalStep):
                 raise ConfigurationError(
-                    f"sub-run {sub_session.run_id!r} asks for an approval; the lite core does not suspend a "
-                    "parent run on a delegate's approval: require approval for the delegation itself instead"
+                    f"sub-run {sub_session.run_id!r} asks for an approval; the lite core does not "
+                    "suspend a parent run on a delegate's approval: require approval for the "
+                    "delegation itself instead"
                 )
             if isinstance(event, FinalStep):
                 final = event
         assert final is not None  # a run that returns without suspending has a final step
         if final.reason is not None:
-            return ToolResult(f"the sub-agent ended without an answer: {final.reason}", is_error=True), final.usage
+            return ToolResult(
+                f"the sub-agent ended without an answer: {final.reason}", is_error=True
+            ), final.usage
         return ToolResult(final.text or ""), final.usage
 
     # ── typed output ────────────────────────────────────────────────────────────────────────
@@ -413,7 +501,10 @@ class Agent:
         if self._output_schema is None:
             return self.instructions
         schema = json.dumps(self._output_schema, ensure_ascii=False, sort_keys=True)
-        return f"{self.instructions}\n\nAnswer with only a JSON object that matches this schema: {schema}"
+        return (
+            f"{self.instructions}\n\n"
+            f"Answer with only a JSON object that matches this schema: {schema}"
+        )
 
     def _read_output(self, text: str | None) -> tuple[Any, str | None]:
         """The caller's output from the final text, or the problem to tell the model."""
@@ -428,7 +519,11 @@ class Agent:
             problem = f"it is not JSON: {exc}"
         except InvalidToolCall as exc:
             problem = exc.problem
-        return None, f"Your answer is not valid ({problem}). Answer again with only a JSON object that matches the schema."
+        return (
+            None,
+            f"Your answer is not valid ({problem}). "
+            "Answer again with only a JSON object that matches the schema.",
+        )
 
     def _typed(self, final: FinalStep) -> FinalStep:
         if self._parse_output is None or final.text is None or final.reason is not None:
@@ -437,7 +532,9 @@ class Agent:
         return dataclasses.replace(final, output=output, replayed=True)
 
 
-def _next_attempt(session: Session, step: str, call: ToolCall, target: Tool | None, history: StepHistory | None) -> int:
+def _next_attempt(
+    session: Session, step: str, call: ToolCall, target: Tool | None, history: StepHistory | None
+) -> int:
     """The attempt number of a step about to run; raises `UncertainEffect` when running it
     again could repeat an effect nobody allowed to repeat."""
     if history is None or history.attempted is None:
@@ -451,7 +548,9 @@ def _as_tool(agent: Agent) -> Tool:
     """How a delegate is shown to the model: a tool taking the task."""
 
     def delegate(task: Annotated[str, "What the sub-agent must do, in full"]) -> str:
-        raise AssertionError("a delegation runs as a sub-run, never as a function")  # pragma: no cover
+        raise AssertionError(
+            "a delegation runs as a sub-run, never as a function"
+        )  # pragma: no cover
 
     delegate.__doc__ = agent.description
     # running a delegation twice resumes its sub-run, whose own journal repeats nothing

@@ -30,7 +30,11 @@ class Context:
         self._add(Message(Role.ASSISTANT, response.text, tool_calls=response.tool_calls))
 
     def add_result(self, call: ToolCall, result: ToolResult) -> None:
-        self._add(Message(Role.TOOL, self.cap(result.content), tool_call_id=call.id, is_error=result.is_error))
+        self._add(
+            Message(
+                Role.TOOL, self.cap(result.content), tool_call_id=call.id, is_error=result.is_error
+            )
+        )
 
     def add_feedback(self, text: str) -> None:
         """Tell the model something about its last answer (an invalid typed output, say)."""

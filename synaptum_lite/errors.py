@@ -122,7 +122,8 @@ class ConfigurationChanged(SynaptumError):
         self.run_id = run_id
         self.changes = changes
         described = "; ".join(
-            f"{name}: journaled {before!r}, now {after!r}" for name, (before, after) in changes.items()
+            f"{name}: journaled {before!r}, now {after!r}"
+            for name, (before, after) in changes.items()
         )
         super().__init__(
             f"run {run_id!r} was started by an agent configured differently ({described}); "

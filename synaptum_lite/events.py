@@ -78,7 +78,9 @@ class ToolStep(Step):
 
     def payload(self) -> dict[str, Any]:
         # the call is journaled once, by the attempted event
-        data: dict[str, Any] = {"call": self.call.to_json()} if self.phase is Phase.ATTEMPTED else {}
+        data: dict[str, Any] = (
+            {"call": self.call.to_json()} if self.phase is Phase.ATTEMPTED else {}
+        )
         if self.result is not None:
             data.update(self.result.to_json())
         if self.decision is not None:
@@ -195,7 +197,12 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
         cls = KINDS[kind]
         data = json.loads(record.data)
         phase = Phase(record.phase)
-        common = {"run_id": run_id, "step_id": record.step_id, "attempt": record.attempt, "phase": phase}
+        common = {
+            "run_id": run_id,
+            "step_id": record.step_id,
+            "attempt": record.attempt,
+            "phase": phase,
+        }
         if cls is FinalStep:
             return FinalStep(
                 **common,
@@ -210,12 +217,18 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
             if phase is Phase.ATTEMPTED:
                 return ModelStep(**common, fingerprint=data["fp"])
             assert isinstance(attempted, ModelStep)
-            return ModelStep(**common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data))
+            return ModelStep(
+                **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
+            )
         call = ToolCall.from_json(data["call"]) if phase is Phase.ATTEMPTED else attempted.call  # type: ignore[union-attr]
         if cls is ApprovalStep:
             reason = data["reason"] if phase is Phase.ATTEMPTED else attempted.reason  # type: ignore[union-attr]
             return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
-        extra = {"usage": Usage.from_json(data["usage"])} if cls is DelegationStep and "usage" in data else {}
+        extra = (
+            {"usage": Usage.from_json(data["usage"])}
+            if cls is DelegationStep and "usage" in data
+            else {}
+        )
         return cls(  # type: ignore[call-arg]
             **common,
             call=call,

@@ -51,7 +51,9 @@ class LocalGateway:
     reviews every call before it leaves; by default everything is allowed.
     """
 
-    def __init__(self, *, tools: Iterable[Tool] | None = None, policy: Policy = allow_everything) -> None:
+    def __init__(
+        self, *, tools: Iterable[Tool] | None = None, policy: Policy = allow_everything
+    ) -> None:
         self.tools = None if tools is None else {t.name: t for t in tools}
         self.policy = policy
         self.model_calls = 0
@@ -80,7 +82,9 @@ class LocalGateway:
     def review(self, proposal: Proposal) -> Verdict:
         verdict = self.policy(proposal)
         if not isinstance(verdict, Verdict):
-            raise ConfigurationError(f"a policy must return a Verdict, {self.policy!r} returned {verdict!r}")
+            raise ConfigurationError(
+                f"a policy must return a Verdict, {self.policy!r} returned {verdict!r}"
+            )
         return verdict
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:

@@ -108,7 +108,9 @@ class Usage:
     @property
     def measured(self) -> bool:
         """Whether at least one counter was reported."""
-        return any(v is not None for v in (self.input_tokens, self.output_tokens, self.cached_tokens))
+        return any(
+            v is not None for v in (self.input_tokens, self.output_tokens, self.cached_tokens)
+        )
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -181,7 +183,10 @@ class ContextDigest:
 
     def fingerprint(self, model: str, tools: tuple[ToolSpec, ...]) -> str:
         if self._tools is None or self._tools[0] is not tools:
-            self._tools = (tools, _canonical({"model": model, "tools": [t.to_json() for t in tools]}))
+            self._tools = (
+                tools,
+                _canonical({"model": model, "tools": [t.to_json() for t in tools]}),
+            )
         chain = self._chain.copy()
         chain.update(model.encode() + b"\0" + self._tools[1])
         return chain.hexdigest()[:24]

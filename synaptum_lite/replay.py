@@ -39,7 +39,10 @@ class StepHistory:
     def retry_allowed(self) -> bool:
         """Whether an operator allowed the latest attempt to be retried."""
         return any(
-            isinstance(d, ToolStep) and d.decision and d.decision.get("action") == "retry" and d.attempt == self.attempt
+            isinstance(d, ToolStep)
+            and d.decision
+            and d.decision.get("action") == "retry"
+            and d.attempt == self.attempt
             for d in self.decisions
         )
 
@@ -61,7 +64,9 @@ def index(events: list[Step]) -> dict[int, StepHistory]:
         if history is None:
             history = steps[event.position] = StepHistory(event.step_id)
         elif history.step_id != event.step_id:
-            raise ReplayDivergence(event.run_id, event.step_id, f"step {history.step_id}", "two steps at one position")
+            raise ReplayDivergence(
+                event.run_id, event.step_id, f"step {history.step_id}", "two steps at one position"
+            )
         history.add(event)
     return steps
 
@@ -73,7 +78,9 @@ class Journal:
     derived from it, so a replay mints the same ids as the first pass.
     """
 
-    def __init__(self, run_id: str, checkpointer: Checkpointer, steps: dict[int, StepHistory]) -> None:
+    def __init__(
+        self, run_id: str, checkpointer: Checkpointer, steps: dict[int, StepHistory]
+    ) -> None:
         self.run_id = run_id
         self.checkpointer = checkpointer
         self.steps = steps
@@ -91,7 +98,9 @@ class Journal:
         """
         state = await checkpointer.load(run_id)
         if state.header is None:
-            await checkpointer.start(run_id, {"format": FORMAT_VERSION, "agent": configuration, "task": task})
+            await checkpointer.start(
+                run_id, {"format": FORMAT_VERSION, "agent": configuration, "task": task}
+            )
             return cls(run_id, checkpointer, {}), None
         recorded = state.header["agent"]
         changes = {
@@ -156,7 +165,9 @@ class Journal:
 def _tool_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The tool names only in `before` and only in `after` (changed ones appear in both)."""
     changed = sorted(name for name in before.keys() & after.keys() if before[name] != after[name])
-    return sorted(before.keys() - after.keys()) + changed, sorted(after.keys() - before.keys()) + changed
+    return sorted(before.keys() - after.keys()) + changed, sorted(
+        after.keys() - before.keys()
+    ) + changed
 
 
 def _check_used_tools(
@@ -166,7 +177,11 @@ def _check_used_tools(
     for position in sorted(steps):
         history = steps[position]
         event = history.attempted or history.completed
-        if isinstance(event, ToolStep) and event.call.name in before and event.call.name not in tools:
+        if (
+            isinstance(event, ToolStep)
+            and event.call.name in before
+            and event.call.name not in tools
+        ):
             raise ReplayDivergence(
                 run_id,
                 history.step_id,

@@ -9,9 +9,9 @@ approval request with `decide`.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ConfigurationError, NothingToResolve
@@ -68,7 +68,7 @@ class Session:
     checkpointer: Checkpointer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], Awaitable[Any]] = _sleep
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def __post_init__(self) -> None:
         if not isinstance(self.run_id, str) or not self.run_id:
@@ -118,7 +118,9 @@ class Session:
                 ],
             )
 
-    async def decide(self, step_id: str, *, granted: bool, by: str, note: str = "", final: bool = True) -> None:
+    async def decide(
+        self, step_id: str, *, granted: bool, by: str, note: str = "", final: bool = True
+    ) -> None:
         """Answer the approval request `step_id` on behalf of `by`, at `clock()`.
 
         A grant lets the call run exactly once when the run resumes; a final denial is told to

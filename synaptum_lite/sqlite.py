@@ -19,9 +19,9 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
 import sqlite3
 import struct
-import queue
 import threading
 import weakref
 import zlib
@@ -29,7 +29,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .errors import ConfigurationError, JournalError, NotAJournal, StoreUnavailable, UnsupportedFormat
+from .errors import (
+    ConfigurationError,
+    JournalError,
+    NotAJournal,
+    StoreUnavailable,
+    UnsupportedFormat,
+)
 from .events import Record, Step, decode, encode
 from .journal import FORMAT_VERSION, RunState, decode_header, holding
 
@@ -73,10 +79,13 @@ class SqliteCheckpointer:
     was written by a newer format version; neither changes the file.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Literal["full", "normal"] = "full") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Literal["full", "normal"] = "full"
+    ) -> None:
         if durability not in ("full", "normal"):
             raise ConfigurationError(
-                f"durability must be 'full' (survives power loss) or 'normal' (faster), got {durability!r}"
+                "durability must be 'full' (survives power loss) or 'normal' (faster), "
+                f"got {durability!r}"
             )
         self.path = Path(path)
         self.durability = durability
@@ -117,7 +126,9 @@ class SqliteCheckpointer:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+                fcntl.fcntl(
+                    fd, fcntl.F_OFD_SETLK, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+                )
             except OSError:
                 os.close(fd)
                 return None
@@ -148,7 +159,10 @@ class SqliteCheckpointer:
             if self._requests is None:
                 self._requests = queue.SimpleQueue()
                 threading.Thread(
-                    target=_serve, args=(self._requests, self._database), name=f"sqlite:{self.path.name}", daemon=True
+                    target=_serve,
+                    args=(self._requests, self._database),
+                    name=f"sqlite:{self.path.name}",
+                    daemon=True,
                 ).start()
                 weakref.finalize(self, self._requests.put, None)
             return self._requests
@@ -229,12 +243,21 @@ class _Database:
             connection.execute("BEGIN")  # one snapshot: another process may be creating the file
             application_id = connection.execute("PRAGMA application_id").fetchone()[0]
             version = connection.execute("PRAGMA user_version").fetchone()[0]
-            tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {
+                name
+                for (name,) in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'"
+                )
+            }
             connection.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
         if application_id != APPLICATION_ID and (tables or application_id):
-            what = f"it holds other tables: {', '.join(sorted(tables))}" if tables else "another application's id"
+            what = (
+                f"it holds other tables: {', '.join(sorted(tables))}"
+                if tables
+                else "another application's id"
+            )
             raise NotAJournal(self.path.name, what)
         if version > FORMAT_VERSION:
             raise UnsupportedFormat(self.path.name, version, FORMAT_VERSION)
@@ -252,23 +275,32 @@ class _Database:
 
     @staticmethod
     def _load(connection: sqlite3.Connection, run_id: str) -> tuple[Any, Any]:
-        row = connection.execute("SELECT header, next_seq, final_event FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = connection.execute(
+            "SELECT header, next_seq, final_event FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
         if row is None or row[2] is None:
             return row, None
         final = connection.execute(
-            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id = ?", (row[2],)
+            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id = ?",
+            (row[2],),
         ).fetchone()
         return row, _record(final)
 
     @staticmethod
     def _start(connection: sqlite3.Connection, run_id: str, header: str) -> None:
-        connection.execute("INSERT OR IGNORE INTO runs (run_id, header) VALUES (?, ?)", (run_id, header))
+        connection.execute(
+            "INSERT OR IGNORE INTO runs (run_id, header) VALUES (?, ?)", (run_id, header)
+        )
 
     @staticmethod
-    def _append(connection: sqlite3.Connection, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+    def _append(
+        connection: sqlite3.Connection, run_id: str, encoded: list[tuple[str, str, int, str]]
+    ) -> int:
         connection.execute("BEGIN IMMEDIATE")
         try:
-            row = connection.execute("SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = connection.execute(
+                "SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
             if row is None:
                 raise JournalError(f"run {run_id!r} was never started; call start() first")
             run, seq = row
@@ -298,7 +330,8 @@ class _Database:
         if row is None:
             return []
         rows = connection.execute(
-            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id BETWEEN ? AND ? ORDER BY id",
+            "SELECT id & 4294967295, step_id, phase, attempt, data FROM events"
+            " WHERE id BETWEEN ? AND ? ORDER BY id",
             (row[0] << 32, row[0] << 32 | 0xFFFFFFFF),
         ).fetchall()
         return [_record(row) for row in rows]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from .errors import ConfigurationError
 from .gateway import LocalGateway
@@ -21,7 +21,7 @@ from .messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from .policy import Policy, allow_everything
 from .tools import Tool
 
-ScriptItem = Union[ModelResponse, Callable[[ModelRequest], ModelResponse], BaseException]
+ScriptItem = ModelResponse | Callable[[ModelRequest], ModelResponse] | BaseException
 
 __all__ = ["ScriptedGateway", "says", "calls"]
 
@@ -57,7 +57,11 @@ class ScriptedGateway(LocalGateway):
         self.chunks_emitted = 0
         self.stream_closed = False
         self.requests: list[ModelRequest] = []
-        self._measured: tuple[Message | None, int, int] = (None, 0, 0)  # last message, count, characters
+        self._measured: tuple[Message | None, int, int] = (
+            None,
+            0,
+            0,
+        )  # last message, count, characters
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
@@ -73,7 +77,8 @@ class ScriptedGateway(LocalGateway):
         response = item(request) if callable(item) else item
         if not isinstance(response, ModelResponse):
             raise ConfigurationError(
-                f"script item {position} returned {response!r}; a responder returns says(...) or calls(...)"
+                f"script item {position} returned {response!r}; "
+                "a responder returns says(...) or calls(...)"
             )
         return self._complete_response(response, request)
 
@@ -85,7 +90,11 @@ class ScriptedGateway(LocalGateway):
             for index, call in enumerate(response.tool_calls)
         )
         answered = len(response.text or "") + sum(len(str(c.arguments)) for c in tool_calls)
-        usage = response.usage if response.usage.measured else Usage(_tokens(self._sent(request)), _tokens(answered))
+        usage = (
+            response.usage
+            if response.usage.measured
+            else Usage(_tokens(self._sent(request)), _tokens(answered))
+        )
         return ModelResponse(text=response.text, tool_calls=tool_calls, usage=usage)
 
     def _sent(self, request: ModelRequest) -> int:

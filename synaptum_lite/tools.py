@@ -136,7 +136,9 @@ def _build(fn: Callable[..., Any], name: str, risk: Risk, idempotent: bool) -> T
     context_parameter = None
     for parameter in inspect.signature(fn).parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise ToolDefinitionError(name, f"*{parameter.name} cannot be described; name each argument")
+            raise ToolDefinitionError(
+                name, f"*{parameter.name} cannot be described; name each argument"
+            )
         if parameter.name not in hints:
             raise ToolDefinitionError(name, f"parameter {parameter.name!r} has no type annotation")
         hint = hints[parameter.name]
@@ -214,15 +216,21 @@ def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
     if origin is list or hint is list:
         (item,) = get_args(hint) or (Any,)
         if item is Any:
-            raise ToolDefinitionError(where.split(".")[0], f"{where}: say what the list holds (list[str], …)")
+            raise ToolDefinitionError(
+                where.split(".")[0], f"{where}: say what the list holds (list[str], …)"
+            )
         item_schema, item_convert = _schema(item, f"{where}[]")
         return {"type": "array", "items": item_schema}, _check_list(where, item_convert)
     if origin is dict:
         key, value = get_args(hint) or (None, None)
         if key is not str:
-            raise ToolDefinitionError(where.split(".")[0], f"{where}: only dict[str, …] has a JSON schema")
+            raise ToolDefinitionError(
+                where.split(".")[0], f"{where}: only dict[str, …] has a JSON schema"
+            )
         value_schema, value_convert = _schema(value, f"{where}{{}}")
-        return {"type": "object", "additionalProperties": value_schema}, _check_dict(where, value_convert)
+        return {"type": "object", "additionalProperties": value_schema}, _check_dict(
+            where, value_convert
+        )
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _dataclass_schema(hint, where)
     raise ToolDefinitionError(where.split(".")[0], f"{where}: type {hint!r} has no JSON schema")
@@ -239,7 +247,11 @@ def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]
         converters[item.name] = convert
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             required.append(item.name)
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
     if required:
         schema["required"] = required
 
@@ -269,7 +281,9 @@ def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) 
 def _check_enum(where: str, values: list[Any]) -> Converter:
     def check(value: Any) -> Any:
         if value not in values:
-            raise InvalidToolCall(where.split(".")[0], f"{where} must be one of {values}, got {value!r}")
+            raise InvalidToolCall(
+                where.split(".")[0], f"{where} must be one of {values}, got {value!r}"
+            )
         return value
 
     return check
@@ -282,7 +296,9 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
                 return convert(value)
             except InvalidToolCall:
                 continue
-        raise InvalidToolCall(where.split(".")[0], f"{where} got {value!r}, which fits none of its types")
+        raise InvalidToolCall(
+            where.split(".")[0], f"{where} got {value!r}, which fits none of its types"
+        )
 
     return check
 
@@ -325,4 +341,3 @@ def to_result_text(value: Any) -> str:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-

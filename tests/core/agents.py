@@ -4,8 +4,8 @@ Also run as a child process by the kill tests:
 `python -m tests.core.agents STORE RUN_ID EFFECTS [--die-at N] [--die-in TOOL] [--operator]`.
 STORE is a SQLite file, or a PostgreSQL URL with the schema after `#`
 (`postgresql://user@host:port/db#schema`).
-`--die-at N` SIGKILLs the process right after it receives the N-th step; `--stall-in TOOL` hangs inside TOOL
-after its effect, holding the run; `--die-in TOOL`
+`--die-at N` SIGKILLs the process right after it receives the N-th step; `--stall-in TOOL`
+hangs inside TOOL after its effect, holding the run; `--die-in TOOL`
 SIGKILLs it inside TOOL, after its effect and before the step completes; `--operator` resolves
 an uncertain effect the way a person would: by looking whether the effect happened.
 Effects are counted in a file of their own (one line per execution), so they survive a
@@ -96,7 +96,9 @@ def responder(request):
 
 
 def cajero() -> Agent:
-    return Agent("cajero", model="guionizado", instructions="Opera con cuidado.", tools=HERRAMIENTAS)
+    return Agent(
+        "cajero", model="guionizado", instructions="Opera con cuidado.", tools=HERRAMIENTAS
+    )
 
 
 def double() -> ScriptedGateway:
@@ -136,13 +138,20 @@ async def drive(store: str, run_id: str, die_at: int | None, operator: bool) -> 
             print(f"uncertain {uncertain.step_id} {uncertain.tool}")
             if not operator:
                 raise SystemExit(3) from None
-            happened = EFFECTS is not None and EFFECTS.exists() and any(
-                line.startswith(uncertain.tool + " ") for line in EFFECTS.read_text().splitlines()
+            happened = (
+                EFFECTS is not None
+                and EFFECTS.exists()
+                and any(
+                    line.startswith(uncertain.tool + " ")
+                    for line in EFFECTS.read_text().splitlines()
+                )
             )
             if happened:
                 # what the bank's or the mail server's own records say the tool returned
                 known = {"transferir": "transferencia de 100.00 € hecha", "notificar": "notificado"}
-                await session.record_result(uncertain.step_id, known[uncertain.tool], by="operadora")
+                await session.record_result(
+                    uncertain.step_id, known[uncertain.tool], by="operadora"
+                )
             else:
                 await session.allow_retry(uncertain.step_id, by="operadora")
     print(f"model_calls {gateway.model_calls}")

@@ -5,14 +5,13 @@ synaptum_lite and at notebooks/comun.py. Run as a plain script it must print the
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 from synaptum_lite import Agent, FinalStep, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import calls, says
-
-import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 from comun import encabezado, gateway, nombre_del_modelo  # noqa: E402
@@ -92,8 +91,10 @@ async def main() -> None:
             tarea, session=Session("run-1", tercera_puerta, SqliteCheckpointer(almacen))
         )
     ]
-    print(f"  3ª vuelta    modelo ×{tercera_puerta.model_calls} · "
-          f"{len(pasos)} evento(s): devuelve lo que pasó, no lo recorre otra vez")
+    print(
+        f"  3ª vuelta    modelo ×{tercera_puerta.model_calls} · "
+        f"{len(pasos)} evento(s): devuelve lo que pasó, no lo recorre otra vez"
+    )
     assert tercera_puerta.model_calls == 0
 
     print("\n  La ventana de contexto no se guarda: se vuelve a derivar de los")

@@ -60,11 +60,21 @@ def answer(request):
     system = request.messages[0].content
     results = [m for m in request.messages if m.role is Role.TOOL]
     if system.startswith("Investiga"):
-        return calls("consultar", cuenta="ES91") if not results else says("Saldo: " + results[0].content)
+        return (
+            calls("consultar", cuenta="ES91")
+            if not results
+            else says("Saldo: " + results[0].content)
+        )
     if system.startswith("Delega"):
-        return calls("investigador", task="saldo de ES91") if not results else says(results[0].content)
+        return (
+            calls("investigador", task="saldo de ES91") if not results else says(results[0].content)
+        )
     if system.startswith("Opera"):
-        return calls("transferir", destino="ES12") if not results else says("Hecho: " + results[0].content)
+        return (
+            calls("transferir", destino="ES12")
+            if not results
+            else says("Hecho: " + results[0].content)
+        )
     return says("El saldo de la cuenta ES91 es de 4.200,00 euros a día de hoy, sin movimientos.")
 
 
@@ -81,7 +91,11 @@ AGENTS = {
 
 
 def policy(proposal):
-    return Verdict.require_approval("mueve dinero") if proposal.risk is Risk.DESTRUCTIVE else Verdict.allow()
+    return (
+        Verdict.require_approval("mueve dinero")
+        if proposal.risk is Risk.DESTRUCTIVE
+        else Verdict.allow()
+    )
 
 
 async def main(scenario: str, db: Path, action: str) -> None:
@@ -92,12 +106,20 @@ async def main(scenario: str, db: Path, action: str) -> None:
         await session.decide("000001-approval", granted=True, by="ana")
         print("granted")
         return
-    steps = agent.stream("tarea", session=session) if scenario == "stream" else agent.run("tarea", session=session)
+    steps = (
+        agent.stream("tarea", session=session)
+        if scenario == "stream"
+        else agent.run("tarea", session=session)
+    )
     fragments = 0
     async for step in steps:
         if isinstance(step, TextFragment):
             fragments += 1
-        done = getattr(step, "phase", None) is not None and step.phase.value == "completed" and not step.replayed
+        done = (
+            getattr(step, "phase", None) is not None
+            and step.phase.value == "completed"
+            and not step.replayed
+        )
         if action == "die-after-tool" and isinstance(step, ToolStep) and done:
             os.kill(os.getpid(), signal.SIGKILL)
         if action == "die-after-delegation" and isinstance(step, DelegationStep) and done:

@@ -25,7 +25,14 @@ from .conftest import run
 
 def finish(path: Path) -> None:
     agent = Agent("a", model="m", instructions="i")
-    run(_consume(agent.run("t", session=Session("r", ScriptedGateway([says("hecho")]), SqliteCheckpointer(path)))))
+    run(
+        _consume(
+            agent.run(
+                "t",
+                session=Session("r", ScriptedGateway([says("hecho")]), SqliteCheckpointer(path)),
+            )
+        )
+    )
 
 
 async def _consume(steps):
@@ -69,11 +76,19 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
     agent = Agent("a", model="m", instructions="i")
     run(SqliteCheckpointer(path).load("r"))  # creates the schema
     with sqlite3.connect(path) as connection:
-        header = '{"format": 1, "agent": %s, "task": "t"}' % json.dumps(agent.configuration)
-        connection.execute("INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,))
-        connection.execute("INSERT INTO events VALUES (1 << 32, 1, '000000-model', 'attempted', 1, '{not json')")
+        header = json.dumps({"format": 1, "agent": agent.configuration, "task": "t"})
+        connection.execute(
+            "INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,)
+        )
+        connection.execute(
+            "INSERT INTO events VALUES (1 << 32, 1, '000000-model', 'attempted', 1, '{not json')"
+        )
     with pytest.raises(CorruptJournal) as error:
-        run(_consume(agent.run("t", session=Session("r", ScriptedGateway([]), SqliteCheckpointer(path)))))
+        run(
+            _consume(
+                agent.run("t", session=Session("r", ScriptedGateway([]), SqliteCheckpointer(path)))
+            )
+        )
     assert (error.value.run_id, error.value.seq) == ("r", 0)
 
 
@@ -85,7 +100,13 @@ def test_bad_arguments_to_the_library_are_named():
     with pytest.raises(ConfigurationError, match="is not a tool; decorate it with @tool"):
         Agent("a", model="m", instructions="i", tools=[print])  # type: ignore[list-item]
     with pytest.raises(ConfigurationError, match="the script has 0 answer"):
-        run(_consume(Agent("a", model="m", instructions="i").run("t", session=Session("r", ScriptedGateway([]), MemoryCheckpointer()))))
+        run(
+            _consume(
+                Agent("a", model="m", instructions="i").run(
+                    "t", session=Session("r", ScriptedGateway([]), MemoryCheckpointer())
+                )
+            )
+        )
 
 
 def test_a_damaged_run_header_names_the_run(tmp_path: Path):

@@ -32,7 +32,9 @@ def model_step(position: int, phase: Phase = Phase.COMPLETED, run_id: str = "r")
         step_id=f"{position:06d}-model",
         phase=phase,
         fingerprint="f" * 24,
-        response=ModelResponse(text="hola", usage=Usage(3, 1)) if phase is Phase.COMPLETED else None,
+        response=ModelResponse(text="hola", usage=Usage(3, 1))
+        if phase is Phase.COMPLETED
+        else None,
     )
 
 
@@ -117,7 +119,9 @@ def test_a_second_attempt_is_a_new_key(store_factory):
 
 
 def test_the_final_step_is_found_without_reading_the_journal(store_factory):
-    final = FinalStep(run_id="r", step_id="000002-final", text="fin", output="fin", usage=Usage(5, 2, None))
+    final = FinalStep(
+        run_id="r", step_id="000002-final", text="fin", output="fin", usage=Usage(5, 2, None)
+    )
 
     async def scenario():
         store = store_factory()

@@ -38,7 +38,15 @@ def store_in(kind: str, tmp: Path) -> str:
 
 def child(store: str, tmp: Path, run_id: str, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.core.agents", store, run_id, str(tmp / f"{run_id}.effects"), *flags],
+        [
+            sys.executable,
+            "-m",
+            "tests.core.agents",
+            store,
+            run_id,
+            str(tmp / f"{run_id}.effects"),
+            *flags,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -65,7 +73,11 @@ def effects(tmp: Path, run_id: str) -> Counter[str]:
 
 
 def model_calls(result: subprocess.CompletedProcess[str]) -> int:
-    return sum(int(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("model_calls"))
+    return sum(
+        int(line.split()[1])
+        for line in result.stdout.splitlines()
+        if line.startswith("model_calls")
+    )
 
 
 @pytest.fixture(scope="module", params=STORE_KINDS)
@@ -92,7 +104,9 @@ def test_the_uninterrupted_run_pays_four_model_calls_and_each_effect_once(uninte
 
 
 @pytest.mark.parametrize("kill_after", range(1, EVENTS_OF_A_WHOLE_RUN + 1))
-def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(tmp_path, kind, uninterrupted, kill_after):
+def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(
+    tmp_path, kind, uninterrupted, kill_after
+):
     oracle_store, _, _ = uninterrupted
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-at", str(kill_after))
@@ -118,7 +132,9 @@ def _model_steps_completed_before(kill_after: int) -> int:
 
 
 @pytest.mark.parametrize("tool_name", ["consultar_saldo", "transferir", "notificar"])
-def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(tmp_path, kind, uninterrupted, tool_name):
+def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(
+    tmp_path, kind, uninterrupted, tool_name
+):
     oracle_store, _, _ = uninterrupted
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-in", tool_name)

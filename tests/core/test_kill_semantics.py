@@ -14,7 +14,15 @@ from .test_kill import ROOT
 
 def child(tmp: Path, scenario: str, action: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.core.semantics_child", scenario, str(tmp / "runs.db"), str(tmp / "effects"), action],
+        [
+            sys.executable,
+            "-m",
+            "tests.core.semantics_child",
+            scenario,
+            str(tmp / "runs.db"),
+            str(tmp / "effects"),
+            action,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -60,9 +68,14 @@ def test_a_crash_in_the_middle_of_a_streamed_model_step_streams_it_again_once(tm
 
     resumed = child(tmp_path, "stream", "run")
     assert resumed.returncode == 0, resumed.stderr
-    assert "final El saldo de la cuenta ES91 es de 4.200,00 euros a día de hoy, sin movimientos." in resumed.stdout
+    assert (
+        "final El saldo de la cuenta ES91 es de 4.200,00 euros a día de hoy, sin movimientos."
+        in resumed.stdout
+    )
     assert "model_calls 1" in resumed.stdout
     assert "fragments 10" in resumed.stdout  # 78 characters in fragments of 8
 
     again = child(tmp_path, "stream", "run")
-    assert "model_calls 0" in again.stdout and "fragments 0" in again.stdout  # closed: nothing replayed
+    assert (
+        "model_calls 0" in again.stdout and "fragments 0" in again.stdout
+    )  # closed: nothing replayed

@@ -16,7 +16,9 @@ def test_every_exported_name_exists_and_states_its_contract():
 
 
 def test_everything_public_in_the_package_is_exported():
-    public = {name for name in vars(synaptum_lite) if not name.startswith("_") and name[0].isupper()}
+    public = {
+        name for name in vars(synaptum_lite) if not name.startswith("_") and name[0].isupper()
+    }
     assert public <= set(synaptum_lite.__all__)
 
 
@@ -24,7 +26,10 @@ def test_the_core_imports_with_the_standard_library_alone():
     code = (
         "import sys, synaptum_lite, synaptum_lite.testing;"
         "stdlib = set(sys.stdlib_module_names);"
-        "print(sorted({m.split('.')[0] for m in sys.modules} - stdlib - {'synaptum_lite', '__main__'}))"
+        "ours = {'synaptum_lite', '__main__'};"
+        "print(sorted({m.split('.')[0] for m in sys.modules} - stdlib - ours))"
     )
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"

@@ -18,8 +18,16 @@ from .test_kill import ROOT, STORE_KINDS, child, effects, store_in
 def test_a_second_driver_is_refused_at_once_and_a_killed_owner_never_blocks(tmp_path, kind):
     store = store_in(kind, tmp_path)
     owner = subprocess.Popen(
-        [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects"),
-         "--stall-in", "transferir"],
+        [
+            sys.executable,
+            "-m",
+            "tests.core.agents",
+            store,
+            "r",
+            str(tmp_path / "r.effects"),
+            "--stall-in",
+            "transferir",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

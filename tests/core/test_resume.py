@@ -42,7 +42,9 @@ class Counter:
         self.keys: list[str] = []
 
 
-def make_agent(counter: Counter, *, idempotent: bool = False, instructions: str = "Consulta saldos.", **kw: Any):
+def make_agent(
+    counter: Counter, *, idempotent: bool = False, instructions: str = "Consulta saldos.", **kw: Any
+):
     @tool(risk=Risk.READ, idempotent=idempotent)
     def consultar_saldo(cuenta: str, contexto: ToolContext) -> str:
         """Consulta el saldo de una cuenta."""
@@ -50,7 +52,9 @@ def make_agent(counter: Counter, *, idempotent: bool = False, instructions: str 
         counter.keys.append(contexto.idempotency_key)
         return f"{cuenta}: 4.200,00 €"
 
-    return Agent("cajero", model="guionizado", instructions=instructions, tools=[consultar_saldo], **kw)
+    return Agent(
+        "cajero", model="guionizado", instructions=instructions, tools=[consultar_saldo], **kw
+    )
 
 
 def responder(request):
@@ -59,11 +63,16 @@ def responder(request):
     return calls("consultar_saldo", cuenta="ES91")
 
 
-async def drive(agent: Agent, session: Session, stop_after: tuple[str, str] | None = None) -> list[Any]:
+async def drive(
+    agent: Agent, session: Session, stop_after: tuple[str, str] | None = None
+) -> list[Any]:
     steps = []
     async for step in agent.run(TASK, session=session):
         steps.append(step)
-        if stop_after and (step.kind, getattr(step, "phase", None) and step.phase.value) == stop_after:
+        if (
+            stop_after
+            and (step.kind, getattr(step, "phase", None) and step.phase.value) == stop_after
+        ):
             break
     return steps
 
@@ -143,7 +152,10 @@ def test_a_step_of_another_kind_at_a_journaled_position_is_refused():
     run(drive(agent, session(store)[0], stop_after=("model", "completed")))
     # the journal now claims a tool step at position 1 for another call than the model made
     foreign = ToolStep(
-        run_id="r", step_id="000001-tool", phase=Phase.ATTEMPTED, call=calls("borrar", todo=True).tool_calls[0]
+        run_id="r",
+        step_id="000001-tool",
+        phase=Phase.ATTEMPTED,
+        call=calls("borrar", todo=True).tool_calls[0],
     )
     run(store.append("r", [foreign]))
     counter = Counter()
@@ -194,13 +206,23 @@ def test_an_allowed_retry_runs_the_tool_once_with_the_same_idempotency_key():
     run(drive(make_agent(counter), session(store)[0]))
     assert counter.runs == 1
     assert counter.keys == ["r/000001-tool"]
-    attempts = [e.attempt for e in run(load_events(store, "r")) if e.step_id == "000001-tool" and e.phase is Phase.ATTEMPTED]
+    attempts = [
+        e.attempt
+        for e in run(load_events(store, "r"))
+        if e.step_id == "000001-tool" and e.phase is Phase.ATTEMPTED
+    ]
     assert attempts == [1, 2, 3]
 
 
 def test_an_attempted_idempotent_tool_simply_runs_again():
     store = MemoryCheckpointer()
-    run(drive(make_agent(Counter(), idempotent=True), session(store)[0], stop_after=("tool", "attempted")))
+    run(
+        drive(
+            make_agent(Counter(), idempotent=True),
+            session(store)[0],
+            stop_after=("tool", "attempted"),
+        )
+    )
     counter = Counter()
     steps = run(drive(make_agent(counter, idempotent=True), session(store)[0]))
     assert counter.runs == 1 and steps[-1].output == "El saldo es de 4.200,00 €."
@@ -213,7 +235,9 @@ def test_an_interrupted_model_call_is_paid_again_only_once():
     run(drive(make_agent(Counter()), again))
     assert gateway.model_calls == 2  # the interrupted call, then the final answer
     model_attempts = [
-        e.attempt for e in run(load_events(store, "r")) if isinstance(e, ModelStep) and e.phase is Phase.ATTEMPTED
+        e.attempt
+        for e in run(load_events(store, "r"))
+        if isinstance(e, ModelStep) and e.phase is Phase.ATTEMPTED
     ]
     assert model_attempts == [1, 2, 1]
 
@@ -243,7 +267,13 @@ def test_tool_failures_and_bad_calls_become_results_the_model_reads():
     assert "there is no tool 'multiplicar'" in results[3].content
     assert results[4].content == "2.0"
     last_request = gateway.requests[-1]
-    assert [m.is_error for m in last_request.messages if m.role is Role.TOOL] == [True, True, True, True, False]
+    assert [m.is_error for m in last_request.messages if m.role is Role.TOOL] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
 
 
 def test_a_result_that_cannot_be_journaled_is_a_clear_error_and_loses_nothing():
@@ -256,9 +286,17 @@ def test_a_result_that_cannot_be_journaled_is_a_clear_error_and_loses_nothing():
     agent = Agent("a", model="m", instructions="i", tools=[abrir])
     with pytest.raises(ToolResultNotSerializable) as error:
         run(drive(agent, Session("r", ScriptedGateway([calls("abrir", nombre="x")]), store)))
-    assert (error.value.step_id, error.value.tool, error.value.value_type) == ("000001-tool", "abrir", "object")
+    assert (error.value.step_id, error.value.tool, error.value.value_type) == (
+        "000001-tool",
+        "abrir",
+        "object",
+    )
     kept = [(e.step_id, e.phase.value) for e in run(load_events(store, "r"))]
-    assert kept == [("000000-model", "attempted"), ("000000-model", "completed"), ("000001-tool", "attempted")]
+    assert kept == [
+        ("000000-model", "attempted"),
+        ("000000-model", "completed"),
+        ("000001-tool", "attempted"),
+    ]
 
 
 def test_max_steps_stops_a_looping_model_and_says_where():
@@ -279,7 +317,9 @@ def test_typed_output_shows_an_invalid_answer_to_the_model_and_returns_the_objec
         euros: float
 
     agent = Agent("cajero", model="m", instructions="Responde en JSON.", output=Saldo)
-    gateway = ScriptedGateway([says("4.200 €"), says('```json\n{"cuenta": "ES91", "euros": 4200}\n```')])
+    gateway = ScriptedGateway(
+        [says("4.200 €"), says('```json\n{"cuenta": "ES91", "euros": 4200}\n```')]
+    )
     store = MemoryCheckpointer()
     steps = run(drive(agent, Session("r", gateway, store)))
     assert steps[-1].output == Saldo("ES91", 4200.0)
@@ -297,7 +337,10 @@ def test_runs_side_by_side_share_one_file_and_one_event_loop(tmp_path: Path):
 
     async def both():
         return await asyncio.gather(
-            *(drive(agent, session(SqliteCheckpointer(tmp_path / "r.db"), f"run-{i}")[0]) for i in range(8))
+            *(
+                drive(agent, session(SqliteCheckpointer(tmp_path / "r.db"), f"run-{i}")[0])
+                for i in range(8)
+            )
         )
 
     results = run(both())
@@ -323,5 +366,7 @@ def test_an_invalid_typed_answer_is_explained_to_the_model_in_its_own_words():
     steps = run(drive(agent, Session("r", gateway, MemoryCheckpointer())))
     assert steps[-1].output == Presupuesto(3)
     feedback = [r.messages[-1].content for r in gateway.requests[1:]]
-    assert feedback[0].startswith("Your answer is not valid (output.noches must be integer, got 'tres').")
+    assert feedback[0].startswith(
+        "Your answer is not valid (output.noches must be integer, got 'tres')."
+    )
     assert feedback[1].startswith("Your answer is not valid (it is not JSON: ")

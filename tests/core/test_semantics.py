@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -62,7 +62,7 @@ def careful(proposal):
 
 
 AGENTE = Agent("cajero", model="m", instructions="Opera.", tools=[transferir, consultar])
-NOON = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOON = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def session(store, policy=careful, run_id="r") -> tuple[Session, ScriptedGateway]:
@@ -84,7 +84,12 @@ def test_an_approval_suspends_the_run_and_a_grant_runs_the_call_exactly_once():
     first, gateway = session(store)
     steps = run(drive(AGENTE, first))
     assert isinstance(steps[-1], ApprovalStep) and steps[-1].pending
-    assert (steps[-1].step_id, steps[-1].reason, gateway.model_calls, TRANSFERS) == ("000001-approval", "mueve dinero", 1, [])
+    assert (steps[-1].step_id, steps[-1].reason, gateway.model_calls, TRANSFERS) == (
+        "000001-approval",
+        "mueve dinero",
+        1,
+        [],
+    )
     assert run(store.load("r")).final is None  # suspended on disk, not closed
 
     run(first.decide("000001-approval", granted=True, by="ana"))
@@ -96,8 +101,16 @@ def test_an_approval_suspends_the_run_and_a_grant_runs_the_call_exactly_once():
     assert steps[-1].output == "Hecho: transferidos 100.00 € a ES12"
     assert (gateway2.model_calls, TRANSFERS) == (1, ["ES12"])
     decision = next(s for s in steps if isinstance(s, ApprovalStep)).decision
-    assert {k: decision[k] for k in ("granted", "by", "at")} == {"granted": True, "by": "ana", "at": "2026-11-29T12:00:00+00:00"}
-    assert decision["call"] == {"id": "call_2_0", "name": "transferir", "arguments": {"destino": "ES12", "importe": 100.0}}
+    assert {k: decision[k] for k in ("granted", "by", "at")} == {
+        "granted": True,
+        "by": "ana",
+        "at": "2026-11-29T12:00:00+00:00",
+    }
+    assert decision["call"] == {
+        "id": "call_2_0",
+        "name": "transferir",
+        "arguments": {"destino": "ES12", "importe": 100.0},
+    }
 
     third, gateway3 = session(store)
     assert len(run(drive(AGENTE, third))) == 1
@@ -146,13 +159,25 @@ def test_a_later_grant_supersedes_a_not_now_and_a_crash_after_the_execution_does
 
 def test_a_policy_denial_is_a_recorded_outcome_and_terminate_closes_the_run():
     store = MemoryCheckpointer()
-    steps = run(drive(AGENTE, session(store, policy=lambda p: Verdict.deny("fuera de horario") if p.tool else Verdict.allow())[0]))
+    steps = run(
+        drive(
+            AGENTE,
+            session(
+                store,
+                policy=lambda p: Verdict.deny("fuera de horario") if p.tool else Verdict.allow(),
+            )[0],
+        )
+    )
     refused = [s for s in steps if isinstance(s, ToolStep) and s.decision]
     assert refused[0].decision == {"action": "deny", "by": "policy", "reason": "fuera de horario"}
     assert steps[-1].output == "No pude: denied by policy: fuera de horario"
 
     store = MemoryCheckpointer()
-    stop = session(store, policy=lambda p: Verdict.terminate("riesgo") if p.tool else Verdict.allow(), run_id="t")[0]
+    stop = session(
+        store,
+        policy=lambda p: Verdict.terminate("riesgo") if p.tool else Verdict.allow(),
+        run_id="t",
+    )[0]
     steps = run(drive(AGENTE, stop))
     final = steps[-1]
     assert isinstance(final, FinalStep) and (final.output, final.reason) == (None, "riesgo")
@@ -165,7 +190,11 @@ def test_streaming_yields_fragments_inside_the_model_step_and_closing_stops_upst
     gateway = ScriptedGateway([says(long_text)], chunk_size=8)
     steps = run(_collect(agent.stream("t", session=Session("r", gateway, MemoryCheckpointer()))))
     kinds = [(s.kind, getattr(s, "phase", None) and s.phase.value) for s in steps]
-    assert kinds[0] == ("model", "attempted") and kinds[-2] == ("model", "completed") and kinds[-1][0] == "final"
+    assert (
+        kinds[0] == ("model", "attempted")
+        and kinds[-2] == ("model", "completed")
+        and kinds[-1][0] == "final"
+    )
     assert "".join(s.text for s in steps if isinstance(s, TextFragment)) == long_text
     assert gateway.chunks_emitted == 8 and not gateway.stream_closed
 
@@ -185,7 +214,9 @@ def test_streaming_yields_fragments_inside_the_model_step_and_closing_stops_upst
 
     assert run(three_fragments()) == 3
     assert (cut.chunks_emitted, cut.stream_closed) == (3, True)
-    assert [(e.step_id, e.phase.value) for e in run(load_events(store, "c"))] == [("000000-model", "attempted")]
+    assert [(e.step_id, e.phase.value) for e in run(load_events(store, "c"))] == [
+        ("000000-model", "attempted")
+    ]
     # resumed: the step runs again whole; nothing journaled is replayed as fragments
     again = ScriptedGateway([says(long_text)])
     steps = run(_collect(agent.stream("t", session=Session("c", again, store))))
@@ -208,12 +239,16 @@ def test_retryable_errors_are_retried_with_backoff_and_retry_after_others_fail_a
     from synaptum_lite import RetryPolicy
 
     retry = RetryPolicy(base=0.5, random=lambda: 1.0)
-    steps = run(drive(agent, Session("r", gateway, MemoryCheckpointer(), retry=retry, sleep=sleep), "t"))
+    steps = run(
+        drive(agent, Session("r", gateway, MemoryCheckpointer(), retry=retry, sleep=sleep), "t")
+    )
     assert steps[-1].output == "por fin"
     assert (waits, gateway.model_calls) == ([7.0, 1.0], 3)
 
     waits.clear()
-    bad = ScriptedGateway([ProviderError("bad request", retryable=False, status=400), says("nunca")])
+    bad = ScriptedGateway(
+        [ProviderError("bad request", retryable=False, status=400), says("nunca")]
+    )
     with pytest.raises(ProviderError, match="bad request"):
         run(drive(agent, Session("b", bad, MemoryCheckpointer(), sleep=sleep), "t"))
     assert (waits, bad.model_calls) == ([], 1)
@@ -261,7 +296,9 @@ def test_usage_keeps_unmeasured_apart_from_zero():
 
 
 def test_usage_from_the_journal_counts_a_resumed_run_once_and_rolls_up_sub_runs():
-    investigador = Agent("investigador", model="m", instructions="Investiga y resume.", tools=[consultar])
+    investigador = Agent(
+        "investigador", model="m", instructions="Investiga y resume.", tools=[consultar]
+    )
     jefe = Agent("jefe", model="m", instructions="Delega.", delegates=[investigador])
     assert jefe.risk is Risk.READ
 
@@ -269,13 +306,23 @@ def test_usage_from_the_journal_counts_a_resumed_run_once_and_rolls_up_sub_runs(
         system = request.messages[0].content
         results = [m for m in request.messages if m.role is Role.TOOL]
         if system.startswith("Investiga"):
-            return calls("consultar", cuenta="ES91") if not results else says("Saldo: " + results[0].content)
-        return calls("investigador", task="averigua el saldo de ES91") if not results else says(results[0].content)
+            return (
+                calls("consultar", cuenta="ES91")
+                if not results
+                else says("Saldo: " + results[0].content)
+            )
+        return (
+            calls("investigador", task="averigua el saldo de ES91")
+            if not results
+            else says(results[0].content)
+        )
 
     store = MemoryCheckpointer()
 
     async def die_after_delegation():
-        async for step in jefe.run("¿saldo?", session=Session("padre", ScriptedGateway([answer] * 4), store)):
+        async for step in jefe.run(
+            "¿saldo?", session=Session("padre", ScriptedGateway([answer] * 4), store)
+        ):
             if isinstance(step, DelegationStep) and step.phase.value == "completed":
                 return step
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import pytest
 
@@ -30,7 +30,7 @@ def test_the_schema_comes_from_the_signature_and_the_docstring():
         moneda: Moneda,
         urgencia: Literal["normal", "alta"] = "normal",
         etiquetas: list[str] = [],  # noqa: B006 - a JSON default, never mutated
-        nota: Optional[str] = None,
+        nota: str | None = None,
         direccion: Direccion | None = None,
         contexto: ToolContext | None = None,
     ) -> str:
@@ -74,10 +74,19 @@ def test_arguments_are_validated_and_converted():
     bound = mover.bind({"direccion": {"calle": "Mayor"}, "veces": 2, "moneda": "USD"})
     assert bound == {"direccion": Direccion("Mayor"), "veces": 2, "moneda": Moneda.USD}
     for bad, problem in [
-        ({"direccion": {"calle": "Mayor"}, "veces": True, "moneda": "EUR"}, "mover.veces must be integer, got True"),
-        ({"direccion": {"calle": 1}, "veces": 1, "moneda": "EUR"}, "mover.direccion.calle must be string"),
+        (
+            {"direccion": {"calle": "Mayor"}, "veces": True, "moneda": "EUR"},
+            "mover.veces must be integer, got True",
+        ),
+        (
+            {"direccion": {"calle": 1}, "veces": 1, "moneda": "EUR"},
+            "mover.direccion.calle must be string",
+        ),
         ({"direccion": {}, "veces": 1, "moneda": "EUR"}, "missing field(s) ['calle']"),
-        ({"veces": 1, "moneda": "EUR", "direccion": {"calle": "x"}, "extra": 1}, "unknown argument(s) extra"),
+        (
+            {"veces": 1, "moneda": "EUR", "direccion": {"calle": "x"}, "extra": 1},
+            "unknown argument(s) extra",
+        ),
         ('{"veces": 1', "arguments must be a JSON object"),
     ]:
         with pytest.raises(InvalidToolCall) as error:

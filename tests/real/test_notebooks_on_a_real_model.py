@@ -44,7 +44,9 @@ def runs():
 
 
 def test_every_notebook_runs_to_its_end_on_the_real_model(runs):
-    failures = [f"{relative(run.path)}:\n" + "\n".join(run.problems()) for run in runs if run.problems()]
+    failures = [
+        f"{relative(run.path)}:\n" + "\n".join(run.problems()) for run in runs if run.problems()
+    ]
     for run in runs:  # what the model made of each notebook: for the log, not asserted
         sys.stdout.write(f"\n── {relative(run.path)} ({run.seconds:.1f} s)\n{run.printed}")
     assert not failures, "\n\n".join(failures)
