@@ -13,11 +13,12 @@ import time
 from benchmarks.anchors import Contender
 from benchmarks.durable_runs import REPO
 
-
 # Bytecode is cached for every contender, as on any installation: without this, a machine that
 # sets PYTHONDONTWRITEBYTECODE would compile our (editable, source) package at every import
 # and not the anchors' (compiled when installed).
-_ENVIRONMENT = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+_ENVIRONMENT = {
+    name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"
+}
 
 
 def _seconds(command: list[str]) -> float:

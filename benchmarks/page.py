@@ -470,7 +470,7 @@ def _plot(runs: dict[str, Any], metric: str, path: Path) -> None:
     axes.set_xticks(sizes, [str(n) for n in sizes])
     axes.set_yticks(*_log_ticks(min(shown), max(shown)))
     axes.minorticks_off()
-    axes.set_xlabel("N (vueltas del run)")
+    axes.set_xlabel("N (turnos del run)")
     axes.set_ylabel("MB guardados" if metric == "bytes" else "ms de CPU por paso")
     axes.set_title("Almacenamiento frente a N" if metric == "bytes" else "CPU por paso frente a N")
     axes.grid(True, which="both", alpha=0.3)
