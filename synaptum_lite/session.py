@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ConfigurationError, NothingToResolve
-from .events import ApprovalStep, Phase, ToolStep
+from .events import ApprovalStep, Phase, Step, ToolStep
 from .gateway import Gateway
 from .journal import Checkpointer, load_events
 from .messages import ToolResult
-from .replay import index
+from .replay import StepHistory, index
 from .tools import to_result_text
 
 
@@ -81,20 +81,11 @@ class Session:
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
         async with self.checkpointer.hold(self.run_id):
-            pending = await self._pending(step_id)
-            await self.checkpointer.append(
-                self.run_id,
-                [
-                    ToolStep(
-                        run_id=self.run_id,
-                        step_id=step_id,
-                        phase=Phase.COMPLETED,
-                        attempt=pending.attempt,
-                        call=pending.call,
-                        result=ToolResult(to_result_text(result)),
-                        decision={"action": "record", "by": by},
-                    )
-                ],
+            pending = await self._uncertain(step_id)
+            result_text = ToolResult(to_result_text(result))
+            decision = {"action": "record", "by": by}
+            await self._append(
+                replace(pending, phase=Phase.COMPLETED, result=result_text, decision=decision)
             )
 
     async def allow_retry(self, step_id: str, *, by: str) -> None:
@@ -103,20 +94,9 @@ class Session:
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
         async with self.checkpointer.hold(self.run_id):
-            pending = await self._pending(step_id)
-            await self.checkpointer.append(
-                self.run_id,
-                [
-                    ToolStep(
-                        run_id=self.run_id,
-                        step_id=step_id,
-                        phase=Phase.RESOLVED,
-                        attempt=pending.attempt,
-                        call=pending.call,
-                        decision={"action": "retry", "by": by},
-                    )
-                ],
-            )
+            pending = await self._uncertain(step_id)
+            decision = {"action": "retry", "by": by}
+            await self._append(replace(pending, phase=Phase.RESOLVED, decision=decision))
 
     async def decide(
         self, step_id: str, *, granted: bool, by: str, note: str = "", final: bool = True
@@ -129,9 +109,9 @@ class Session:
         not an approval request waiting for a decision.
         """
         async with self.checkpointer.hold(self.run_id):
-            steps = index(await load_events(self.checkpointer, self.run_id))
-            history = next((h for h in steps.values() if h.step_id == step_id), None)
-            if history is None or not isinstance(history.attempted, ApprovalStep):
+            history = await self._history(step_id)
+            request = history.attempted if history is not None else None
+            if not isinstance(request, ApprovalStep):
                 raise NothingToResolve(self.run_id, step_id, "not an approval request of this run")
             if history.completed is not None:
                 raise NothingToResolve(self.run_id, step_id, "already decided")
@@ -140,31 +120,27 @@ class Session:
                 "by": by,
                 "at": self.clock().isoformat(timespec="seconds"),
                 "note": note,
-                "call": history.attempted.call.to_json(),  # bound to the exact call
+                "call": request.call.to_json(),  # bound to the exact call
             }
             phase = Phase.COMPLETED if granted or final else Phase.RESOLVED
-            await self.checkpointer.append(
-                self.run_id,
-                [
-                    ApprovalStep(
-                        run_id=self.run_id,
-                        step_id=step_id,
-                        phase=phase,
-                        attempt=len(history.decisions) + 1,
-                        call=history.attempted.call,
-                        reason=history.attempted.reason,
-                        decision=decision,
-                    )
-                ],
-            )
+            attempt = len(history.decisions) + 1  # each decision is a key of its own
+            await self._append(replace(request, phase=phase, attempt=attempt, decision=decision))
 
-    async def _pending(self, step_id: str) -> ToolStep:
-        steps = index(await load_events(self.checkpointer, self.run_id))
-        history = next((h for h in steps.values() if h.step_id == step_id), None)
-        if history is None or not isinstance(history.attempted, ToolStep):
+    async def _uncertain(self, step_id: str) -> ToolStep:
+        """The attempted event of a tool step that is waiting for an operator."""
+        history = await self._history(step_id)
+        pending = history.attempted if history is not None else None
+        if not isinstance(pending, ToolStep):
             raise NothingToResolve(self.run_id, step_id, "not an attempted tool step of this run")
         if history.completed is not None:
             raise NothingToResolve(self.run_id, step_id, "already completed")
         if history.retry_allowed:
             raise NothingToResolve(self.run_id, step_id, "already allowed to retry")
-        return history.attempted
+        return pending
+
+    async def _history(self, step_id: str) -> StepHistory | None:
+        steps = index(await load_events(self.checkpointer, self.run_id))
+        return next((h for h in steps.values() if h.step_id == step_id), None)
+
+    async def _append(self, event: Step) -> None:
+        await self.checkpointer.append(self.run_id, [event])
