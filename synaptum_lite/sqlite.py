@@ -8,14 +8,13 @@ commits. Every call runs in a worker thread, so a commit never stalls other runs
 event loop.
 
 One driver per run: `hold` takes an open-file-description lock on one byte of `<file>.lock`
-chosen by the run id. The kernel drops it when its owner dies, so a killed worker never
-blocks the resume.
+chosen by the run id (on macOS, a `flock` on a file per run in `<file>.locks/`). The kernel
+drops it when its owner dies, so a killed worker never blocks the resume.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -72,6 +71,40 @@ _COMPRESS_FROM = 256
 _OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
 
 
+def _lock_run(database: Path, digest: bytes) -> Callable[[], None] | None:
+    """Lock one run of `database` for this open file description; None when it is held.
+
+    On Linux: one byte of `<file>.lock`, at an offset chosen by the run id's digest (an
+    open-file-description lock). Elsewhere on POSIX (macOS): `flock` on a file of its own per
+    run, in `<file>.locks/`. Either way the kernel releases the lock when the descriptor is
+    closed or its process dies. Windows has neither: holding a run there raises.
+    """
+    try:
+        import fcntl  # imported here: the package itself imports on any platform
+    except ImportError:
+        raise ConfigurationError(
+            "SqliteCheckpointer needs POSIX file locks (Linux or macOS) to give a run one "
+            "driver; on this platform use MemoryCheckpointer or PostgresCheckpointer"
+        ) from None
+    ofd = getattr(fcntl, "F_OFD_SETLK", None)
+    if ofd is not None:
+        path = database.with_name(database.name + ".lock")
+    else:
+        path = database.with_name(database.name + ".locks") / f"{digest.hex()[:32]}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if ofd is not None:
+            offset = int.from_bytes(digest[:8], "big") >> 2
+            fcntl.fcntl(fd, ofd, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return lambda: os.close(fd)  # closing the description releases its lock
+
+
 class SqliteCheckpointer:
     """A journal in one SQLite file (created on first use, with its parent directory).
 
@@ -119,20 +152,10 @@ class SqliteCheckpointer:
         return await self._call(self._database.records, run_id)
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        offset = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") >> 2
+        digest = hashlib.sha256(run_id.encode()).digest()
 
         def try_acquire() -> Callable[[], None] | None:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.fcntl(
-                    fd, fcntl.F_OFD_SETLK, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
-                )
-            except OSError:
-                os.close(fd)
-                return None
-            return lambda: os.close(fd)  # closing the description releases its lock
+            return _lock_run(self.path, digest)
 
         return holding(str(self.path.resolve()), str(self.path.name), run_id, try_acquire)
 

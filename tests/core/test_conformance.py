@@ -179,3 +179,26 @@ def test_one_driver_at_a_time_and_the_lock_is_released(store_factory):
     busy = run(scenario())
     assert busy.run_id == "r"
     assert "'r' is being driven by another worker" in str(busy)
+
+
+def test_sqlite_without_ofd_locks_falls_back_to_a_flock_per_run(tmp_path, monkeypatch):
+    """macOS has no F_OFD_SETLK: the same guarantees from flock on one file per run."""
+    import fcntl
+
+    from synaptum_lite import SqliteCheckpointer
+
+    monkeypatch.delattr(fcntl, "F_OFD_SETLK")
+
+    async def scenario():
+        first, second = SqliteCheckpointer(tmp_path / "r.db"), SqliteCheckpointer(tmp_path / "r.db")
+        async with first.hold("r"):
+            with pytest.raises(RunBusy):
+                async with second.hold("r"):
+                    pass
+            async with second.hold("otro"):
+                pass
+        async with second.hold("r"):
+            pass
+
+    run(scenario())
+    assert len(list((tmp_path / "r.db.locks").iterdir())) == 2
