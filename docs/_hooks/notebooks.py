@@ -15,10 +15,14 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
   blank lines, and an expected output can start with one (every header does). The block's
   text, not a highlighter's idea of it, is what the page must show; tests/docs checks the
   built HTML against it.
+- `on_page_content` also moves the large stylesheet the notebook renderer inlines in every
+  notebook page (about 570 KB, the same on each) into one file, `assets/jupyter-<hash>.css`,
+  linked where it stood; `on_post_build` writes that file once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import sys
@@ -29,6 +33,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -47,6 +52,31 @@ _BLOCK_AFTER_HEADING = re.compile(
     r".*?)<pre\b[^>]*>.*?</pre>",
     re.S,
 )
+
+
+_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.S)
+_SHARED_FROM = 50_000  # characters: only the renderer's big stylesheet, not a page's own rules
+_SHARED_STYLES: dict[str, str] = {}  # site path → CSS, written once after the build
+
+
+def _share_large_styles(content: str, page: Page) -> str:
+    def link(match: re.Match[str]) -> str:
+        css = match.group(1)
+        if len(css) < _SHARED_FROM:
+            return match.group(0)
+        digest = hashlib.sha256(css.encode()).hexdigest()[:12]
+        path = f"assets/jupyter-{digest}.css"
+        _SHARED_STYLES[path] = css
+        return f'<link rel="stylesheet" href="{get_relative_url(path, page.url)}">'
+
+    return _STYLE.sub(link, content)
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    for path, css in _SHARED_STYLES.items():
+        target = Path(config.site_dir) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(css, encoding="utf-8")
 
 
 @event_priority(100)  # before mkdocs-jupyter (priority 0) wraps .ipynb files as pages
@@ -88,4 +118,4 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
     )
     if not found:
         raise PluginError(f"{source}: the rendered page has no block under '{EXPECTED_HEADING}'")
-    return content
+    return _share_large_styles(content, page)
