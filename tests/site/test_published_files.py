@@ -29,7 +29,8 @@ def test_notebook_pages_share_one_stylesheet_instead_of_inlining_it(built_site: 
         page = (built_site / page_url(notebook) / "index.html").read_text(encoding="utf-8")
         styles = re.findall(r"<style[^>]*>(.*?)</style>", page, re.S)
         assert max(map(len, styles), default=0) < 50_000, f"{notebook.name} inlines a stylesheet"
-        hrefs = re.findall(r'<link rel="stylesheet" href="([^"]*assets/jupyter-[0-9a-f]+\.css)">', page)
+        shared = r'<link rel="stylesheet" href="([^"]*assets/jupyter-[0-9a-f]+\.css)">'
+        hrefs = re.findall(shared, page)
         assert len(hrefs) == 1, notebook.name
         stylesheet = (built_site / page_url(notebook) / hrefs[0]).resolve()
         assert stylesheet.stat().st_size > 50_000, f"{hrefs[0]} is not on the site"
