@@ -9,8 +9,9 @@ Every implementation passes the same conformance suite (`tests/core/test_conform
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -87,35 +88,58 @@ async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
 #
 # A generator abandoned mid-iteration (`break`, an exception in the consumer) still holds its
 # run until Python finalizes it, which the event loop does a few iterations later. Before
-# answering "busy" for a run held in *this* process, give those finalizers their turn.
+# answering "busy" for a run held in *this* process, give those finalizers their turns, and
+# wait for a release that has already begun (a server-side lock needs a round trip).
 
 _HELD_HERE: set[tuple[str, str]] = set()
+_RELEASING: dict[tuple[str, str], Any] = {}  # key -> asyncio.Event set when released
 _FINALIZER_TURNS = 4
+
+Release = Callable[[], Awaitable[None] | None]
 
 
 @contextlib.asynccontextmanager
 async def holding(
-    store: str, label: str, run_id: str, try_acquire: Callable[[], Callable[[], None] | None]
+    store: str,
+    label: str,
+    run_id: str,
+    try_acquire: Callable[[], Awaitable[Release | None] | Release | None],
 ) -> AsyncIterator[None]:
     """Hold `run_id` in `store` (a stable identity of the storage; `label` names it for people).
 
-    `try_acquire` returns a release function, or None when another driver holds the run.
+    `try_acquire` (plain or async) returns a release function (plain or async), or None when
+    another driver holds the run. Raises `RunBusy` when the run stays held.
     """
     key = (store, run_id)
-    release = try_acquire()
+    release = await _settled(try_acquire())
     turns = 0
     while release is None and key in _HELD_HERE and turns < _FINALIZER_TURNS:
-        await _next_loop_turn()
-        turns += 1
-        release = try_acquire()
+        releasing = _RELEASING.get(key)
+        if releasing is not None:
+            await releasing.wait()
+        else:
+            await _next_loop_turn()
+            turns += 1
+        release = await _settled(try_acquire())
     if release is None:
         raise RunBusy(run_id, label)
     _HELD_HERE.add(key)
     try:
         yield
     finally:
-        _HELD_HERE.discard(key)
-        release()
+        import asyncio  # imported here: `import synaptum_lite` stays light
+
+        released = _RELEASING[key] = asyncio.Event()
+        try:
+            await _settled(release())
+        finally:
+            _HELD_HERE.discard(key)
+            del _RELEASING[key]
+            released.set()
+
+
+async def _settled(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
 
 
 async def _next_loop_turn() -> None:

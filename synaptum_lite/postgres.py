@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -29,12 +29,11 @@ from .errors import (
     ConfigurationError,
     JournalError,
     NotAJournal,
-    RunBusy,
     StoreUnavailable,
     UnsupportedFormat,
 )
 from .events import Record, Step, decode, encode
-from .journal import FORMAT_VERSION, RunState, decode_header
+from .journal import FORMAT_VERSION, RunState, decode_header, holding
 
 T = TypeVar("T")
 
@@ -68,14 +67,6 @@ _SCHEMA = (
 _CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _IDLE_LOCK_CONNECTIONS = 4  # kept open after a run is released, for the next hold
-
-# Runs held in this process, by (store, run_id), and those whose release is under way. A
-# generator abandoned mid-iteration releases its run when Python finalizes it, a few
-# iterations of the event loop later; before answering "busy" for a run held here, give that
-# finalizer its turns, and wait for a release that has begun (it needs a round trip).
-_HELD_HERE: set[tuple[str, str]] = set()
-_RELEASING: dict[tuple[str, str], asyncio.Event] = {}
-_FINALIZER_TURNS = 4
 
 
 @dataclass(slots=True, eq=False)
@@ -184,7 +175,7 @@ class PostgresCheckpointer:
         return await self._on(run_id, read)
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        return self._holding(run_id)
+        return holding(self._store, self.location, run_id, lambda: self._try_hold(run_id))
 
     async def close(self) -> None:
         """Close the connections of runs not held (a later call reopens them)."""
@@ -197,36 +188,24 @@ class PostgresCheckpointer:
 
     # ── the lock ──────────────────────────────────────────────────────────────────────────
 
-    @contextlib.asynccontextmanager
-    async def _holding(self, run_id: str) -> AsyncIterator[None]:
-        key = (self._store, run_id)
+    async def _try_hold(self, run_id: str) -> Callable[[], Awaitable[None]] | None:
+        """Take the run's advisory lock; the function that releases it, or None when busy.
+
+        While held, the run's reads and writes go over the lock's own connection."""
         lock_key = _lock_key(self.schema, run_id)
         link = await self._try_lock(lock_key)
-        turns = 0
-        while link is None and key in _HELD_HERE and turns <= _FINALIZER_TURNS:
-            releasing = _RELEASING.get(key)
-            if releasing is not None:
-                await releasing.wait()
-            else:
-                await asyncio.sleep(0)
-                turns += 1
-            link = await self._try_lock(lock_key)
         if link is None:
-            raise RunBusy(run_id, self.location)
-        _HELD_HERE.add(key)
+            return None
         self._held[run_id] = link
-        try:
-            yield
-        finally:
-            released = _RELEASING[key] = asyncio.Event()
+
+        async def release() -> None:
             try:
                 await self._unlock(link, lock_key)
             finally:
                 if self._held.get(run_id) is link:
                     del self._held[run_id]
-                _HELD_HERE.discard(key)
-                del _RELEASING[key]
-                released.set()
+
+        return release
 
     async def _try_lock(self, lock_key: int) -> _Link | None:
         """A connection holding the run's advisory lock, or None when another session holds it.
