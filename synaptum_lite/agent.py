@@ -177,16 +177,13 @@ class Agent:
             if closed is not None:
                 yield self._typed(closed)
                 return
-            try:
-                # closing this generator closes the step that is running, at once (a stream
-                # stops upstream), instead of leaving it to the garbage collector
-                async with contextlib.aclosing(
-                    self._turns(journal, session, task, streaming)
-                ) as turns:
-                    async for event in turns:
-                        yield event
-            finally:
-                await journal.flush()
+            # closing this generator closes the step that is running, at once (a stream
+            # stops upstream), instead of leaving it to the garbage collector
+            async with contextlib.aclosing(
+                self._turns(journal, session, task, streaming)
+            ) as turns:
+                async for event in turns:
+                    yield event
 
     async def _turns(
         self, journal: Journal, session: Session, task: str, streaming: bool
@@ -289,7 +286,7 @@ class Agent:
             attempt=attempt,
             fingerprint=fingerprint,
         )
-        journal.defer(attempted)  # written with the completed event: see Journal.defer
+        await journal.write(attempted)  # on disk before anyone hears of it, like every event
         yield attempted
         response: ModelResponse | None = None
         for call_number in range(1, session.retry.max_attempts + 1):
@@ -394,9 +391,9 @@ class Agent:
         cls = DelegationStep if kind == "delegate" else ToolStep
         result = ToolResult(f"denied by {decision['by']}: {decision['reason']}", is_error=True)
         common = {"run_id": session.run_id, "step_id": refused_id, "call": call}
-        journal.defer(cls(**common, phase=Phase.ATTEMPTED))
+        attempted = cls(**common, phase=Phase.ATTEMPTED)
         completed = cls(**common, phase=Phase.COMPLETED, result=result, decision=decision)
-        await journal.write(completed)
+        await journal.write(attempted, completed)  # one commit: neither was yielded before
         return completed
 
     async def _tool_step(
@@ -426,10 +423,8 @@ class Agent:
             attempt=attempt,
             call=call,
         )
-        if target is not None and not target.idempotent:
-            await journal.write(attempted)  # write-ahead: on disk before the effect can happen
-        else:
-            journal.defer(attempted)  # running it twice is safe, so the record can wait
+        # write-ahead: on disk before it is yielded, and so before the effect can happen
+        await journal.write(attempted)
         yield attempted
         context = ToolContext(session.run_id, step_id, attempt)
         if kind == "delegate":

@@ -85,7 +85,6 @@ class Journal:
         self.checkpointer = checkpointer
         self.steps = steps
         self.position = 0
-        self._deferred: list[Step] = []
 
     @classmethod
     async def open(
@@ -143,23 +142,8 @@ class Journal:
         return new_id, history
 
     async def write(self, *events: Step) -> None:
-        """Append events (after any deferred ones): on disk before the loop yields them."""
-        batch, self._deferred = [*self._deferred, *events], []
-        await self.checkpointer.append(self.run_id, batch)
-
-    def defer(self, event: Step) -> None:
-        """Journal `event` with the next write, in order, in the same transaction.
-
-        Only for the *attempted* event of a step that is safe to run again (a model call, an
-        idempotent tool): if the process dies before the next write, losing it costs one
-        re-execution and nothing else, and it saves a commit.
-        """
-        self._deferred.append(event)
-
-    async def flush(self) -> None:
-        """Write what is deferred (when the consumer stops iterating, say)."""
-        if self._deferred:
-            await self.write()
+        """Append events in one commit. The loop yields an event only after writing it."""
+        await self.checkpointer.append(self.run_id, events)
 
 
 def _tool_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:
