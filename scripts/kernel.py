@@ -12,7 +12,11 @@ JupyterLab starts, and the client:
 - waits for the kernel's `iopub_welcome` (sent when our IOPub subscription is live, so no
   output can be lost), then sends every code cell at once with `stop_on_error`, which is what
   "Run All" does;
-- kills the kernel when the last cell is idle: a throwaway kernel has nothing to save.
+- when the last cell is idle, waits for the kernel to go quiet (at most
+  `QUIET_AFTER_LAST_CELL`) and asks it which threads and child processes the notebook left
+  behind: output that arrives after the last cell, or a thread or process that could still
+  print, is a failure, because a reader in JupyterLab would see text the page does not show;
+- kills the kernel then: a throwaway kernel has nothing to save.
 
 Where kernels come from. Importing ipykernel is most of a kernel's start-up (about 0.4 s of
 CPU). On Linux one warm parent (`scripts/kernel_zygote.py`) imports it once per check and forks
@@ -45,6 +49,28 @@ MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
 #: A notebook that takes longer than this fails the check (seconds, whole notebook).
 DEFAULT_TIMEOUT = 120.0
 
+#: After the last cell is idle, how long IOPub must stay silent (seconds). A bound, not a
+#: proof: output later than this is caught only if its thread or process is still alive
+#: when the kernel is asked (see `_LEFT_BEHIND`), which a `threading.Timer` or a child that
+#: has not exited is.
+QUIET_AFTER_LAST_CELL = 0.3
+
+#: Evaluated in the kernel before the first cell and after the last one: the threads alive
+#: and the child processes of the kernel (Linux reads them from /proc; elsewhere none are
+#: listed, and only the quiet wait applies). Threads that run a function of synaptum_lite are
+#: left out: the SQLite checkpointer keeps an idle worker per database, which prints nothing.
+_LEFT_BEHIND = {
+    "threads": (
+        "sorted((t.ident, t.name) for t in __import__('threading').enumerate()"
+        " if not getattr(getattr(t, '_target', None), '__module__', '')"
+        ".startswith('synaptum_lite'))"
+    ),
+    "children": (
+        "sorted(int(p) for f in __import__('glob').glob('/proc/self/task/*/children')"
+        " for p in open(f).read().split())"
+    ),
+}
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -59,6 +85,7 @@ class CellRun:
     stderr: str = ""
     shown: list[str] = field(default_factory=list)  # execute_result / display_data types
     error: str | None = None  # the traceback, without colours
+    cleared: bool = False  # the cell called clear_output: it erases what a reader sees
 
     def describe(self) -> str:
         """`cell 7 (id "primera-vuelta")`: how failures name a cell."""
@@ -75,6 +102,7 @@ class NotebookRun:
     cells: list[CellRun]
     seconds: float
     failure: str | None = None  # the kernel died, timed out or could not start
+    left_behind: list[str] = field(default_factory=list)  # output, threads, processes
 
     @property
     def printed(self) -> str:
@@ -114,6 +142,12 @@ class NotebookRun:
                     f"{cell.describe()} shows a value ({kinds}) that the page cannot show: "
                     "print it, or end the line with `;`"
                 )
+            if cell.cleared:
+                found.append(
+                    f"{cell.describe()} calls clear_output: JupyterLab erases what it printed "
+                    "and the page cannot; print only what stays"
+                )
+        found.extend(self.left_behind)
         return found
 
 
@@ -200,7 +234,8 @@ async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> Notebo
         client = AsyncKernelClient(connection_file=str(connection))
         client.load_connection_file()
         client.start_channels(hb=False)
-        await asyncio.wait_for(_execute(client, kernel, cells), timeout)
+        left_behind: list[str] = []
+        await asyncio.wait_for(_execute(client, kernel, cells, left_behind), timeout)
     except TimeoutError:
         failure = f"{path.name} did not finish within {timeout:.0f} s"
     except _KernelDied as died:
@@ -212,7 +247,10 @@ async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> Notebo
         if client:
             client.stop_channels()
         shutil.rmtree(scratch, ignore_errors=True)
-    return NotebookRun(path, cells, time.perf_counter() - started, failure)
+    run = NotebookRun(path, cells, time.perf_counter() - started, failure)
+    if failure is None:
+        run.left_behind = left_behind
+    return run
 
 
 # ── Where kernels come from ──────────────────────────────────────────────────
@@ -355,9 +393,13 @@ class _KernelDied(Exception):
     pass
 
 
-async def _execute(client: Any, kernel: _Kernel, cells: list[CellRun]) -> None:
-    """Send every cell, then read IOPub until the last cell (or the first failure) is idle."""
+async def _execute(
+    client: Any, kernel: _Kernel, cells: list[CellRun], left_behind: list[str]
+) -> None:
+    """Send every cell, then read IOPub until the last cell (or the first failure) is idle;
+    then wait for quiet and record in `left_behind` what the notebook leaves running."""
     await _wait_for_welcome(client, kernel)
+    before = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
     by_message = {
         client.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=True): cell
         for cell in cells
@@ -376,12 +418,73 @@ async def _execute(client: Any, kernel: _Kernel, cells: list[CellRun]) -> None:
                 cell.stderr += content["text"]
         elif kind in ("execute_result", "display_data"):
             cell.shown.append(kind)
+        elif kind == "clear_output":
+            cell.cleared = True
         elif kind == "error":
             cell.error = _ANSI.sub("", "\n".join(content["traceback"]))
         elif kind == "status" and content["execution_state"] == "idle":
             pending -= 1
             if cell.error:
                 return  # stop_on_error: the kernel aborts the cells after this one
+    await _after_the_last_cell(client, kernel, before, cells[-1] if cells else None, left_behind)
+
+
+async def _after_the_last_cell(
+    client: Any, kernel: _Kernel, before: str, last: CellRun | None, left_behind: list[str]
+) -> None:
+    """What a reader of JupyterLab would still see after the last cell: output arriving
+    within `QUIET_AFTER_LAST_CELL`, and threads or child processes still alive then."""
+    from queue import Empty
+
+    late = ""
+    deadline = time.monotonic() + QUIET_AFTER_LAST_CELL
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            message = await client.get_iopub_msg(timeout=left)
+        except Empty:
+            break
+        if message["msg_type"] == "stream":
+            late += message["content"]["text"]
+        elif message["msg_type"] in ("execute_result", "display_data", "clear_output"):
+            late += f"[{message['msg_type']}]\n"
+    after = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
+    replies = {}
+    while len(replies) < 2:
+        reply = await client.get_shell_msg()
+        msg_id = reply["parent_header"].get("msg_id")
+        if msg_id in (before, after):
+            replies[msg_id] = reply["content"].get("user_expressions", {})
+    start, end = replies[before], replies[after]
+    where = f" (after {last.describe()})" if last else ""
+    if late:
+        left_behind.append(
+            f"output arrived after the last cell was idle{where}, which JupyterLab shows and "
+            f"the page cannot:\n{late}"
+        )
+    threads = _value(end, "threads") - _value(start, "threads")
+    if threads:
+        names = ", ".join(sorted(name for _, name in threads))
+        left_behind.append(
+            f"the notebook leaves threads running after its last cell{where}: {names}; "
+            "whatever they print later reaches JupyterLab, not the page: join them"
+        )
+    children = _value(end, "children") - _value(start, "children")
+    if children:
+        left_behind.append(
+            f"the notebook leaves {len(children)} child process(es) running after its last "
+            f"cell{where}: wait for them (or kill them) before the notebook ends"
+        )
+
+
+def _value(expressions: dict[str, Any], name: str) -> set[Any]:
+    """A user expression's value as a set (of tuples): `[(1, 'x')]` → `{(1, 'x')}`."""
+    import ast
+
+    result = expressions.get(name, {})
+    if result.get("status") != "ok":
+        return set()
+    value = ast.literal_eval(result["data"]["text/plain"])
+    return {tuple(item) if isinstance(item, list) else item for item in value}
 
 
 async def _wait_for_welcome(client: Any, kernel: _Kernel) -> None:
