@@ -39,6 +39,7 @@ from .events import (
     ToolStep,
     step_id,
 )
+from .journal import load_events
 from .messages import ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from .policy import Action, Proposal
 from .replay import Journal, StepHistory
@@ -225,7 +226,10 @@ class Agent:
                 continue
             yield await self._finish(journal, session, usage, text=response.text, output=output)
             return
-        raise StepLimitExceeded(session.run_id, self.max_steps, event.step_id)
+        # the last step on disk, which may lie past where this pass stopped: a run resumed
+        # with a lower max_steps replays up to the limit and stops before its journal ends
+        journaled = await load_events(session.checkpointer, session.run_id)
+        raise StepLimitExceeded(session.run_id, self.max_steps, journaled[-1].step_id)
 
     async def _finish(
         self,

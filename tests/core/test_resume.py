@@ -310,6 +310,22 @@ def test_max_steps_stops_a_looping_model_and_says_where():
     assert run(store.load("r")).next_seq == 12
 
 
+def test_max_steps_lowered_on_resume_names_the_last_step_on_disk_and_pays_nothing():
+    store = MemoryCheckpointer()
+    first = ScriptedGateway([calls("consultar_saldo", cuenta="ES91")] * 10)
+    with pytest.raises(StepLimitExceeded) as limit:
+        run(drive(make_agent(Counter(), max_steps=5), Session("r", first, store)))
+    assert (first.model_calls, limit.value.last_step_id) == (5, "000009-tool")
+
+    again = ScriptedGateway([calls("consultar_saldo", cuenta="ES91")] * 10)
+    with pytest.raises(StepLimitExceeded) as lower:
+        run(drive(make_agent(Counter(), max_steps=3), Session("r", again, store)))
+    # it stops after replaying three turns, but the journal goes on to 000009-tool
+    assert again.model_calls == 0
+    assert lower.value.last_step_id == "000009-tool"
+    assert run(load_events(store, "r"))[-1].step_id == "000009-tool"
+
+
 def test_typed_output_shows_an_invalid_answer_to_the_model_and_returns_the_object():
     @dataclasses.dataclass
     class Saldo:
