@@ -429,7 +429,15 @@ class Agent:
         )
         # write-ahead: on disk before it is yielded, and so before the effect can happen
         await journal.write(attempted)
-        yield attempted
+        try:
+            yield attempted
+        except GeneratorExit:
+            # Closed while suspended here: the tool never began, and only this process can
+            # know it (a SIGKILL here leaves the step uncertain). Say so, so that a resume
+            # runs it without asking a person.
+            if target is not None and not target.idempotent:
+                await _record_not_started(journal, attempted)
+            raise
         context = ToolContext(session.run_id, step_id, attempt)
         if kind == "delegate":
             result, usage = await self._delegate(session, self.delegates[call.name], call, context)
@@ -541,6 +549,19 @@ def _next_attempt(
     if target is not None and not target.idempotent and not history.retry_allowed:
         raise UncertainEffect(session.run_id, step, call.name, call.arguments)
     return history.attempt + 1
+
+
+async def _record_not_started(journal: Journal, attempted: ToolStep) -> None:
+    """Journal that the attempt `attempted` never began: the runtime's own decision."""
+    decision = {
+        "action": "not_started",
+        "by": "runtime",
+        "reason": "the run was closed before the tool began",
+    }
+    try:
+        await journal.write(dataclasses.replace(attempted, phase=Phase.RESOLVED, decision=decision))
+    except Exception:  # noqa: BLE001 - unrecorded, the step stays uncertain, as after a crash
+        pass
 
 
 def _as_tool(agent: Agent) -> Tool:

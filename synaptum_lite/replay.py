@@ -37,11 +37,12 @@ class StepHistory:
 
     @property
     def retry_allowed(self) -> bool:
-        """Whether an operator allowed the latest attempt to be retried."""
+        """Whether the latest attempt may run again without asking: an operator allowed it
+        (`retry`), or the runtime journaled that it never began (`not_started`)."""
         return any(
             isinstance(d, ToolStep)
             and d.decision
-            and d.decision.get("action") == "retry"
+            and d.decision.get("action") in ("retry", "not_started")
             and d.attempt == self.attempt
             for d in self.decisions
         )

@@ -1,10 +1,12 @@
 """The agents the core's tests drive: a cashier with three tools, idempotent and not.
 
 Also run as a child process by the kill tests:
-`python -m tests.core.agents STORE RUN_ID EFFECTS [--die-at N] [--die-in TOOL] [--operator]`.
+`python -m tests.core.agents STORE RUN_ID EFFECTS [--die-at N] [--stop-at N] [--die-in TOOL]
+[--operator]`.
 STORE is a SQLite file, or a PostgreSQL URL with the schema after `#`
 (`postgresql://user@host:port/db#schema`).
-`--die-at N` SIGKILLs the process right after it receives the N-th step; `--stall-in TOOL`
+`--die-at N` SIGKILLs the process right after it receives the N-th step; `--stop-at N` stops
+iterating there instead, closes the run and exits normally; `--stall-in TOOL`
 hangs inside TOOL after its effect, holding the run; `--die-in TOOL`
 SIGKILLs it inside TOOL, after its effect and before the step completes; `--operator` resolves
 an uncertain effect the way a person would: by looking whether the effect happened.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -118,18 +121,25 @@ def open_store(location: str) -> Checkpointer:
     return SqliteCheckpointer(location)
 
 
-async def drive(store: str, run_id: str, die_at: int | None, operator: bool) -> None:
+async def drive(
+    store: str, run_id: str, die_at: int | None, operator: bool, stop_at: int | None = None
+) -> None:
     gateway = double()
     session = Session(run_id, gateway, open_store(store))
     seen = 0
     while True:
         try:
-            async for step in cajero().run(TASK, session=session):
-                seen += 1
-                if die_at is not None and seen == die_at:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                if isinstance(step, FinalStep):
-                    print(f"final {step.output}")
+            steps = cajero().run(TASK, session=session)
+            async with contextlib.aclosing(steps):
+                async for step in steps:
+                    seen += 1
+                    if die_at is not None and seen == die_at:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    if stop_at is not None and seen == stop_at:
+                        print(f"stopped {step.step_id} {step.phase.value}")
+                        break
+                    if isinstance(step, FinalStep):
+                        print(f"final {step.output}")
             break
         except RunBusy as busy:
             print(f"busy {busy.run_id}")
@@ -164,12 +174,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("run_id")
     parser.add_argument("effects", type=Path)
     parser.add_argument("--die-at", type=int)
+    parser.add_argument("--stop-at", type=int)
     parser.add_argument("--die-in")
     parser.add_argument("--stall-in")
     parser.add_argument("--operator", action="store_true")
     args = parser.parse_args(argv)
     EFFECTS, DIE_IN, STALL_IN = args.effects, args.die_in, args.stall_in
-    asyncio.run(drive(args.store, args.run_id, args.die_at, args.operator))
+    asyncio.run(drive(args.store, args.run_id, args.die_at, args.operator, args.stop_at))
 
 
 if __name__ == "__main__":

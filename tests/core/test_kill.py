@@ -111,6 +111,10 @@ def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-at", str(kill_after))
     assert killed.returncode == -signal.SIGKILL
+    # every event the child received was on disk before it was received, the final one too
+    on_disk = asyncio.run(load_events(open_store(store), "r"))
+    assert len(on_disk) >= kill_after
+    assert isinstance(on_disk[-1], FinalStep) == (kill_after == EVENTS_OF_A_WHOLE_RUN)
 
     resumed = child(store, tmp_path, "r", "--operator")
     assert resumed.returncode == 0, resumed.stderr
@@ -154,4 +158,38 @@ def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(
     if tool_name == "consultar_saldo":
         expected["consultar_saldo"] = 2  # ran, was killed before completing, ran again: allowed
     assert counts == expected
+    assert completed_steps(store, "r") == completed_steps(oracle_store, "oracle")
+
+
+TRANSFER_ATTEMPTED = 7  # the 7th event of the run: 000003-tool (transferir) attempted
+
+
+def test_a_kill_right_after_a_non_idempotent_tools_attempted_event_leaves_it_uncertain(
+    tmp_path, kind
+):
+    store = store_in(kind, tmp_path)
+    killed = child(store, tmp_path, "r", "--die-at", str(TRANSFER_ATTEMPTED))
+    assert killed.returncode == -signal.SIGKILL
+
+    # nobody can know whether the tool began: a person has to say
+    blind = child(store, tmp_path, "r")
+    assert blind.returncode == 3, blind.stderr
+    assert "uncertain 000003-tool transferir" in blind.stdout
+    assert effects(tmp_path, "r")["transferir"] == 0
+
+
+def test_a_run_closed_right_after_a_non_idempotent_tools_attempted_event_resumes_unasked(
+    tmp_path, kind, uninterrupted
+):
+    oracle_store, _, _ = uninterrupted
+    store = store_in(kind, tmp_path)
+    stopped = child(store, tmp_path, "r", "--stop-at", str(TRANSFER_ATTEMPTED))
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped 000003-tool attempted" in stopped.stdout
+
+    # the process knew the tool never began, and journaled it: no person is needed
+    resumed = child(store, tmp_path, "r")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"final {ANSWER}" in resumed.stdout
+    assert effects(tmp_path, "r") == {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
     assert completed_steps(store, "r") == completed_steps(oracle_store, "oracle")

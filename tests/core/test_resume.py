@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from synaptum_lite import (
     tool,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says
+from synaptum_lite.transfer import export_run, import_run
 
 from .conftest import run
 
@@ -75,6 +77,33 @@ async def drive(
         ):
             break
     return steps
+
+
+def reached(step: Any, at: tuple[str, str]) -> bool:
+    return (step.kind, getattr(step, "phase", None) and step.phase.value) == at
+
+
+async def stop_at(agent: Agent, session: Session, at: tuple[str, str]) -> None:
+    """Stop iterating right after receiving the event `at`, and close the run's generator."""
+    steps = agent.run(TASK, session=session)
+    async with contextlib.aclosing(steps):
+        async for step in steps:
+            if reached(step, at):
+                return
+
+
+async def crash(agent: Agent, session: Session, at: tuple[str, str]) -> MemoryCheckpointer:
+    """What a process killed right after receiving the event `at` leaves: the journal as it
+    stands at that instant, copied into a store of its own. (Closing the generator is not a
+    crash: the runtime journals what it knows as it closes. `test_kill` kills for real.)"""
+    steps = agent.run(TASK, session=session)
+    async with contextlib.aclosing(steps):
+        async for step in steps:
+            if reached(step, at):
+                survivor = MemoryCheckpointer()
+                await import_run(survivor, await export_run(session.checkpointer, session.run_id))
+                return survivor
+    raise AssertionError(f"the run never yielded {at}")
 
 
 def session(checkpointer, run_id: str = "r") -> tuple[Session, ScriptedGateway]:
@@ -166,8 +195,8 @@ def test_a_step_of_another_kind_at_a_journaled_position_is_refused():
 
 
 def test_an_attempted_non_idempotent_tool_is_uncertain_until_an_operator_records_its_result():
-    store = MemoryCheckpointer()
-    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "attempted")))
+    first, _ = session(MemoryCheckpointer())
+    store = run(crash(make_agent(Counter()), first, at=("tool", "attempted")))
 
     counter = Counter()
     with pytest.raises(UncertainEffect) as uncertain:
@@ -193,15 +222,16 @@ def test_an_attempted_non_idempotent_tool_is_uncertain_until_an_operator_records
 
 
 def test_an_allowed_retry_runs_the_tool_once_with_the_same_idempotency_key():
-    store = MemoryCheckpointer()
-    run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "attempted")))
+    first, _ = session(MemoryCheckpointer())
+    store = run(crash(make_agent(Counter()), first, at=("tool", "attempted")))
     operator, _ = session(store)
     run(operator.allow_retry("000001-tool", by="ana"))
     counter = Counter()
-    run(drive(make_agent(counter), session(store)[0], stop_after=("tool", "attempted")))
+    store = run(crash(make_agent(counter), session(store)[0], at=("tool", "attempted")))
     # the retry was itself interrupted: uncertain again, not silently retried twice
     with pytest.raises(UncertainEffect):
         run(drive(make_agent(counter), session(store)[0]))
+    operator, _ = session(store)
     run(operator.allow_retry("000001-tool", by="ana"))
     run(drive(make_agent(counter), session(store)[0]))
     assert counter.runs == 1
@@ -212,6 +242,38 @@ def test_an_allowed_retry_runs_the_tool_once_with_the_same_idempotency_key():
         if e.step_id == "000001-tool" and e.phase is Phase.ATTEMPTED
     ]
     assert attempts == [1, 2, 3]
+
+
+@pytest.mark.parametrize("closing", ["aclose", "break"])
+def test_a_run_closed_right_after_a_non_idempotent_tools_attempted_event_runs_it_on_resume_unasked(
+    tmp_path: Path, closing: str
+):
+    store = SqliteCheckpointer(tmp_path / "runs.db")
+    if closing == "aclose":
+        run(stop_at(make_agent(Counter()), session(store)[0], ("tool", "attempted")))
+    else:  # the consumer just stops; the event loop closes the generator
+        run(drive(make_agent(Counter()), session(store)[0], stop_after=("tool", "attempted")))
+
+    counter = Counter()
+    steps = run(drive(make_agent(counter), session(SqliteCheckpointer(tmp_path / "runs.db"))[0]))
+    assert steps[-1].output == "El saldo es de 4.200,00 €."
+    assert counter.runs == 1 and counter.keys == ["r/000001-tool"]
+    journal = [
+        (e.step_id, e.phase.value, e.attempt, getattr(e, "decision", None))
+        for e in run(load_events(store, "r"))
+        if e.step_id == "000001-tool"
+    ]
+    not_started = {
+        "action": "not_started",
+        "by": "runtime",
+        "reason": "the run was closed before the tool began",
+    }
+    assert journal == [
+        ("000001-tool", "attempted", 1, None),
+        ("000001-tool", "resolved", 1, not_started),
+        ("000001-tool", "attempted", 2, None),
+        ("000001-tool", "completed", 2, None),
+    ]
 
 
 def test_an_attempted_idempotent_tool_simply_runs_again():
