@@ -1,10 +1,16 @@
-"""Lo que comparten los cuadernos: la cabecera que imprimen y el modelo con el que hablan.
+"""Lo que comparten los cuadernos: la cabecera que imprimen, el modelo con el que hablan y
+las afirmaciones que comprueban.
 
 Sin nada en el entorno, cada cuaderno corre sobre el doble de pruebas de
 `synaptum_lite.testing`: respuestas guionizadas, sin red y sin clave; todo lo demás es real.
 Con `SYNAPTUM_BASE_URL` (un servidor compatible con OpenAI) o `AXONIUM_CLIENT_ID` en el
 entorno, el mismo cuaderno habla con un modelo de verdad; lo que cambia es lo que dice el
 modelo, no el código.
+
+Cada viñeta de *Lo que esto enseña* lleva un id (`<!-- afirmacion: 02.no-repaga -->`), y una
+celda del cuaderno la comprueba con `afirma("02.no-repaga", condición, "mensaje")`. La
+comprobación de las páginas exige que cada id de una página se haya comprobado al ejecutarla
+(ver *Probar* y `scripts/claims.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,13 @@ from typing import Any
 VARIABLES_DEL_MODELO = ("SYNAPTUM_BASE_URL", "AXONIUM_CLIENT_ID")
 
 MODELO_GUIONIZADO = "guionizado"
+
+#: Variable de entorno con la carpeta donde `afirma` apunta los ids que comprobó. La pone la
+#: comprobación de las páginas (`scripts/claims.py`); en JupyterLab no está, y no se apunta nada.
+CARPETA_DE_AFIRMACIONES = "AFIRMACIONES_COMPROBADAS"
+
+#: Los ids que este proceso ya comprobó, en orden.
+COMPROBADAS: list[str] = []
 
 
 def modelo_real() -> str | None:
@@ -90,3 +103,20 @@ def gateway(
     from synaptum_lite.http import OpenAICompatibleGateway
 
     return OpenAICompatibleGateway.from_env(tools=tools, **opciones)
+
+
+def afirma(id_: str, cierto: bool, mensaje: str) -> None:
+    """Comprueba la afirmación `id_` de una página: si `cierto` es falso, lanza
+    `AssertionError` con el id y el mensaje; si es verdadero, la apunta como comprobada.
+
+    Apuntarla es añadir el id a `COMPROBADAS` y, si la comprobación de las páginas puso
+    `AFIRMACIONES_COMPROBADAS`, escribirlo en un fichero de esa carpeta (uno por proceso, así
+    que varios kernels a la vez no se pisan). No imprime nada: la salida del cuaderno no cambia.
+    """
+    if not cierto:
+        raise AssertionError(f"{id_}: {mensaje}")
+    COMPROBADAS.append(id_)
+    carpeta = os.environ.get(CARPETA_DE_AFIRMACIONES)
+    if carpeta:
+        with open(os.path.join(carpeta, f"{os.getpid()}.txt"), "a", encoding="utf-8") as f:
+            f.write(id_ + "\n")
