@@ -408,3 +408,418 @@ def _outside_fences(markdown: str) -> list[str]:
         elif stripped.startswith(fence) and set(stripped) == {fence[0]}:
             fence = None
     return kept
+
+
+# ── Exactly one block: nothing else on a page looks like output ──────────────
+#
+# A property page shows output in one place only: the ```text block of its *Lo que imprime*
+# cell, which holds nothing else (the heading and the block). Anything else that could pass
+# for output is refused: a second block or section, a raw cell (its HTML is rendered as is),
+# an attachment (a picture can show any text), raw HTML in Markdown (`<div hidden>` around a
+# block, a `<pre>` imitating an output area), and cell tags other than `parameters` (a tag can
+# make the renderer hide a cell).
+
+#: The only cell tag a property notebook uses.
+ALLOWED_TAGS = ("parameters",)
+
+_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_ANY_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
+
+
+def page_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
+    """What, besides its one block, shows output on a property page, or breaks its form.
+
+    Each problem is one message whose first line says what and where.
+    """
+    where = relative(path)
+    found = []
+    sections, blocks = [], []
+    for index, cell in enumerate(notebook["cells"]):
+        name = cell_name(notebook, index)
+        if cell["cell_type"] == "raw":
+            found.append(
+                f"{where}: {name} is a raw cell; property notebooks have none (the site renders "
+                "its HTML as is, so it can show output the notebook never printed)"
+            )
+        if cell.get("attachments"):
+            files = ", ".join(sorted(cell["attachments"]))
+            found.append(
+                f"{where}: {name} has attachments ({files}); property notebooks have none "
+                "(a picture can show any output)"
+            )
+        tags = [t for t in cell.get("metadata", {}).get("tags", []) if t not in ALLOWED_TAGS]
+        if tags:
+            found.append(
+                f"{where}: {name} has the tag(s) {tags}; the only tag a property notebook uses "
+                f"is {ALLOWED_TAGS[0]!r} (a tag can make the renderer hide a cell)"
+            )
+        if cell["cell_type"] != "markdown":
+            continue
+        source = source_of(cell)
+        for line in _outside_fences(source):
+            heading = _HEADING.match(line)
+            if heading and heading.group(2) == EXPECTED_HEADING:
+                sections.append(index)
+            for tag in _HTML_TAG.findall(_without_code_spans(line)):
+                found.append(
+                    f"{where}: {name} has raw HTML {tag}; property notebooks write Markdown only "
+                    "(HTML can hide the block or imitate an output area)"
+                )
+        for number, line in enumerate(source.split("\n")):
+            fence = _FENCE_OPEN.match(line)
+            if fence:
+                blocks.append((index, number + 1))
+    if len(sections) != 1:
+        cells = ", ".join(cell_name(notebook, i) for i in sections) or "none"
+        found.append(
+            f"{where}: {len(sections)} '## {EXPECTED_HEADING}' sections ({cells}); a page has "
+            "exactly one"
+        )
+    if len(blocks) != 1:
+        places = ", ".join(f"{cell_name(notebook, i)} line {n}" for i, n in blocks) or "none"
+        found.append(
+            f"{where}: {len(blocks)} ```text blocks ({places}); a page has exactly one, under "
+            f"'## {EXPECTED_HEADING}'"
+        )
+    if len(sections) == 1 and len(blocks) == 1:
+        found.extend(_block_cell_problems(path, notebook))
+    found.extend(command_problems(path, notebook))
+    return found
+
+
+def _block_cell_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
+    """The *Lo que imprime* cell holds its heading and its block, and nothing else."""
+    try:
+        block = expected_block(notebook)
+    except PageFormatError as error:
+        return [f"{relative(path)}: {error}"]
+    lines = source_of(notebook["cells"][block.cell_index]).split("\n")
+    rest = lines[: block.start - 1] + lines[block.end + 1 :]
+    extra = [line for line in rest if line.strip() and not _HEADING.match(line)]
+    if not extra:
+        return []
+    return [
+        f"{relative(path)}: {cell_name(notebook, block.cell_index)} holds more than its heading "
+        f"and its ```text block: {extra[0].strip()!r}; the block stands alone in its cell"
+    ]
+
+
+def _without_code_spans(line: str) -> str:
+    return _CODE_SPAN.sub("", line)
+
+
+# ── Every command a page shows runs ──────────────────────────────────────────
+#
+# *Cómo correrlo* shows two commands, both generated here, one source for every page and for
+# the tests that run them: JupyterLab opening the notebook (the check parses it and finds the
+# file; opening a browser is not something a test does), and papermill running the notebook
+# (tests/docs/test_commands.py runs that line, word for word, on a notebook).
+
+HOW_TO_RUN_HEADING = "Cómo correrlo"
+
+
+def how_to_run(path: Path) -> list[str]:
+    """The commands of a notebook's *Cómo correrlo*, as its ```bash blocks show them."""
+    notebook = relative(path)
+    return [
+        f"uv run --group lab jupyter lab {notebook}\n",
+        "uv run --group lab papermill --cwd notebooks/propiedades --log-output \\\n"
+        f"    {notebook} salida.ipynb\n",
+    ]
+
+
+def shown_commands(notebook: dict[str, Any], heading: str = HOW_TO_RUN_HEADING) -> list[str]:
+    """The bodies of the fenced blocks of the section `heading` (any language)."""
+    commands = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines, under, body, fence = source_of(cell).split("\n"), False, None, ""
+        for line in lines:
+            if body is not None:
+                if (
+                    line.strip()
+                    and set(line.strip()) == {fence[0]}
+                    and len(line.strip()) >= len(fence)
+                ):
+                    commands.append("".join(body))
+                    body = None
+                else:
+                    body.append(line + "\n")
+                continue
+            heading_match = _HEADING.match(line)
+            if heading_match:
+                under = heading_match.group(2) == heading
+                continue
+            opening = _ANY_FENCE.match(line)
+            if under and opening:
+                fence, body = opening.group(1), []
+    return commands
+
+
+def command_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
+    """The *Cómo correrlo* commands are the generated ones, parse, and name existing files."""
+    import shlex
+
+    shown, wanted = shown_commands(notebook), how_to_run(path)
+    where = relative(path)
+    if shown != wanted:
+        first = next(
+            (s for s, w in zip(shown, wanted, strict=False) if s != w),
+            (shown or wanted)[min(len(shown), len(wanted)) - 1] if shown or wanted else "",
+        )
+        return [
+            f"{where}: '## {HOW_TO_RUN_HEADING}' shows commands that nothing runs: "
+            f"{first.strip()!r}; it shows exactly {len(wanted)}, generated by "
+            "scripts.pages.how_to_run (tests/docs/test_commands.py runs them)"
+        ]
+    problems = []
+    for command in shown:
+        try:
+            words = shlex.split(command.replace("\\\n", " "))
+        except ValueError as error:
+            problems.append(f"{where}: the command {command.strip()!r} does not parse: {error}")
+            continue
+        for word in words:
+            if word.endswith(".ipynb") and word != "salida.ipynb" and not (REPO / word).exists():
+                problems.append(f"{where}: the command {command.strip()!r} names {word}: missing")
+    return problems
+
+
+# ── Names in fenced code and environment variables ───────────────────────────
+#
+# Besides backticked names: in a page's fenced ```python blocks, a CamelCase name and a dotted
+# name that starts with one of the examples' own names for the package's objects (`agente`,
+# an `Agent`; `sesion`, a `Session`) must resolve as above. In any text of a page (prose,
+# backticks, fences), a `SYNAPTUM_…` or `AXONIUM_…` variable must be one the repository's code
+# reads (a string literal in synaptum_lite/, notebooks/, scripts/, benchmarks/ or tests/) or
+# one of `READ_BY_OTHERS`.
+
+#: The examples' names for the package's objects, checked as the class they stand for.
+EXAMPLE_NAMES = {"agente": "Agent", "sesion": "Session"}
+
+#: Variables a page may name that another program reads, not this repository's code.
+READ_BY_OTHERS = {"AXONIUM_GATEWAY_BASE_URL": "read by the Axonium SDK itself (see Modelos)"}
+
+_VARIABLE = re.compile(r"\b(?:SYNAPTUM|AXONIUM)_[A-Z0-9_]*[A-Z0-9]\b")
+_FENCED = re.compile(r"^(`{3,}|~{3,})\s*([A-Za-z]*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
+_CODE_NAME = re.compile(
+    r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|\b[A-Z][a-z]\w*"
+)
+_IMPORTED = re.compile(r"^\s*(?:from\s+\S+\s+)?import\s+(.+)$", re.M)
+
+
+def fenced_blocks(markdown: str) -> list[tuple[str, str, int]]:
+    """Each fenced block of a Markdown text: (language, body, line number of the fence)."""
+    return [
+        (m.group(2).lower(), m.group(3), markdown.count("\n", 0, m.start()) + 1)
+        for m in _FENCED.finditer(markdown)
+    ]
+
+
+def unknown_names_in_fences(markdown: str, own_code: str = "") -> list[str]:
+    """Names of the package in fenced ```python blocks that the package does not have."""
+    own_classes = set(_CLASS_DEF.findall(own_code))
+    missing = []
+    for language, body, _ in fenced_blocks(markdown):
+        if language not in ("python", "py", "pycon") or "--8<--" in body:
+            continue
+        imported = {
+            word.split(" as ")[-1].strip(" ()")
+            for names in _IMPORTED.findall(body)
+            for word in names.split(",")
+        }
+        local = own_classes | set(_CLASS_DEF.findall(body))
+        for match in _CODE_NAME.finditer(_strings_dropped(body)):
+            name = match.group()
+            first, _, rest = name.partition(".")
+            if first in EXAMPLE_NAMES and rest:
+                name = f"{EXAMPLE_NAMES[first]}.{rest.split('.')[0]}"
+                label = f"{match.group()} ({name})"
+            elif first in imported and not first[0].isupper():
+                continue
+            else:
+                label = name
+                name = checked_name(name, local | (imported - set(_public_names())))
+                if name is None:
+                    continue
+            if not _resolves(name) and label not in missing:
+                missing.append(label)
+    return missing
+
+
+def _strings_dropped(code: str) -> str:
+    code = re.sub(r"#.*", "", code)
+    return re.sub(r"(\"\"\"|''')(.*?)\1|\"[^\"\n]*\"|'[^'\n]*'", '""', code, flags=re.S)
+
+
+def example_names_in_spans(markdown: str) -> list[str]:
+    """Backticked `agente.x` / `sesion.x` names whose class lacks `x`."""
+    missing = []
+    for span in code_spans(markdown):
+        name = re.sub(r"\(.*\)$", "", span)
+        first, _, rest = name.partition(".")
+        if first in EXAMPLE_NAMES and rest and _DOTTED.match(name):
+            resolved = f"{EXAMPLE_NAMES[first]}.{rest.split('.')[0]}"
+            if not _resolves(resolved) and span not in missing:
+                missing.append(f"{name} ({resolved})")
+    return missing
+
+
+def known_variables() -> set[str]:
+    """Every SYNAPTUM_/AXONIUM_ variable the repository's code reads, and `READ_BY_OTHERS`."""
+    found = set(READ_BY_OTHERS)
+    literal = re.compile(r"[\"']((?:SYNAPTUM|AXONIUM)_[A-Z0-9_]*[A-Z0-9])[\"']")
+    for folder in ("synaptum_lite", "notebooks", "scripts", "benchmarks", "tests"):
+        for source in (REPO / folder).rglob("*.py"):
+            if source.name == "test_mentiras.py":  # it spells wrong names on purpose
+                continue
+            found.update(literal.findall(source.read_text(encoding="utf-8", errors="replace")))
+    return found
+
+
+def unknown_variables(text: str, known: set[str] | None = None) -> list[str]:
+    """The SYNAPTUM_/AXONIUM_ variables a text names that nothing reads."""
+    known = known_variables() if known is None else known
+    missing = []
+    for name in _VARIABLE.findall(text):
+        if name not in known and name not in missing:
+            missing.append(name)
+    return missing
+
+
+# ── Python in Markdown is the code that runs ─────────────────────────────────
+
+
+def unrun_python_fences(markdown: str) -> list[int]:
+    """Line numbers of ```python blocks that are typed in the page rather than included.
+
+    A Markdown page shows Python only by including a file the tests run, with
+    pymdownx.snippets (`--8<-- "tests/ejemplos/…py"`, optionally `:section`).
+    """
+    lines = []
+    for language, body, line in fenced_blocks(markdown):
+        if language in ("python", "py", "pycon"):
+            includes = re.findall(r'^--8<--\s+"([^"]+)"\s*$', body.strip(), re.M)
+            if not includes or len(body.strip().splitlines()) != len(includes):
+                lines.append(line)
+            elif not all(_runs(include.split(":")[0]) for include in includes):
+                lines.append(line)
+    return lines
+
+
+def _runs(path: str) -> bool:
+    """A file the test suite runs: a test module, or a module of the package."""
+    name = Path(path)
+    return (REPO / name).exists() and (
+        (name.parts[0] == "tests" and name.name.startswith("test_"))
+        or name.parts[0] == "synaptum_lite"
+    )
+
+
+# ── Quoted output has one home ───────────────────────────────────────────────
+#
+# A Markdown page that cites what a notebook prints registers each citation in
+# `QUOTED_OUTPUTS`: a pattern on the page whose group is the quoted value, and a pattern on the
+# notebook's block whose group is the value it must equal. Any text on a Markdown page that
+# looks like notebook output (`modelo ×1`, `herram. ×0`, `4 eventos`) and is neither a
+# registered citation nor in `NOT_QUOTES` fails: it was typed by hand.
+
+
+@dataclass(frozen=True)
+class Quote:
+    page: str  # docs/…md
+    on_page: str  # regex, one group: the value as the page writes it
+    notebook: str  # notebooks/propiedades/NN_nombre.ipynb
+    in_block: str  # regex, one group: the value in the notebook's *Lo que imprime* block
+
+
+_N02 = "notebooks/propiedades/02_durabilidad.ipynb"
+QUOTED_OUTPUTS: tuple[Quote, ...] = (
+    Quote("docs/conceptos.md", r"hay (\d+)\s+eventos en disco", _N02, r"journal: (\d+) eventos"),
+    Quote(
+        "docs/conceptos.md", r"encuentra (\d+) eventos en disco", _N02, r"journal: (\d+) eventos"
+    ),
+    Quote(
+        "docs/conceptos.md",
+        r'x="268" y="296" text-anchor="middle">modelo ×(\d+)<',
+        _N02,
+        r"^\s+modelo ×(\d+) · herramienta ×\d+$",
+    ),
+    Quote(
+        "docs/conceptos.md",
+        r'x="268" y="312" text-anchor="middle">herram\. ×(\d+)<',
+        _N02,
+        r"^\s+modelo ×\d+ · herramienta ×(\d+)$",
+    ),
+    Quote(
+        "docs/conceptos.md",
+        r'x="354" y="296" text-anchor="middle">modelo ×(\d+)<',
+        _N02,
+        r"2ª vuelta\s+modelo ×(\d+)",
+    ),
+    Quote(
+        "docs/conceptos.md",
+        r'x="354" y="312" text-anchor="middle">herram\. ×(\d+)<',
+        _N02,
+        r"2ª vuelta\s+modelo ×\d+ · herramienta ×(\d+)",
+    ),
+    Quote(
+        "docs/conceptos.md",
+        r'x="440" y="296" text-anchor="middle">modelo ×(\d+)<',
+        _N02,
+        r"3ª vuelta\s+modelo ×(\d+)",
+    ),
+)
+
+#: Text that looks like output but is not a citation of a block, and why.
+NOT_QUOTES: tuple[tuple[str, str, str], ...] = (
+    (
+        "docs/conceptos.md",
+        r'x="440" y="312" text-anchor="middle">herram\. ×0<',
+        "02 prints no tool count for its third run: a claim of the figure, not a quote",
+    ),
+)
+
+_LOOKS_LIKE_OUTPUT = re.compile(r"(?:modelo|herramienta|herram\.) ×\d+|\b\d+ eventos\b")
+
+
+def quote_problems(page: Path, text: str) -> list[str]:
+    """Citations of notebook output on a Markdown page that disagree with, or do not come
+    from, the notebook's block."""
+    name = relative(page)
+    problems, covered = [], []
+    for quote in (q for q in QUOTED_OUTPUTS if q.page == name):
+        block = expected_block(read_notebook(REPO / quote.notebook)).text
+        source = re.search(quote.in_block, block, re.M)
+        found = list(re.finditer(quote.on_page, text))
+        if source is None:
+            problems.append(
+                f"{name} cites {quote.notebook} with {quote.in_block!r}, which its block no "
+                "longer prints: change the citation in scripts/pages.py QUOTED_OUTPUTS"
+            )
+            continue
+        if not found:
+            problems.append(
+                f"{name} no longer has the citation {quote.on_page!r} of {quote.notebook}: "
+                "remove it from scripts/pages.py QUOTED_OUTPUTS, or restore it"
+            )
+        for match in found:
+            covered.append(match.span())
+            if match.group(1) != source.group(1):
+                line = text.count("\n", 0, match.start()) + 1
+                problems.append(
+                    f"{name} line {line} quotes {quote.notebook} as «{match.group(1)}», but its "
+                    f"block prints «{source.group(1)}» ({source.group(0).strip()!r})"
+                )
+    for page_name, pattern, _why in NOT_QUOTES:
+        if page_name == name:
+            covered.extend(m.span() for m in re.finditer(pattern, text))
+    for match in _LOOKS_LIKE_OUTPUT.finditer(text):
+        if not any(start <= match.start() < end for start, end in covered):
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append(
+                f"{name} line {line} shows «{match.group()}», which looks like notebook output "
+                "typed by hand: register it in scripts/pages.py QUOTED_OUTPUTS against its block"
+            )
+    return problems

@@ -131,3 +131,123 @@ def nav_pages(config_path: Path = MKDOCS_CONFIG) -> list[str]:
 
     walk(config.get("nav", []))
     return found
+
+
+# ── Every internal link resolves ─────────────────────────────────────────────
+
+
+class _Links(HTMLParser):
+    """The `href`/`src` of a page, and its element ids."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, Any]]) -> None:
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            elif name in ("href", "src") and value:
+                self.links.append(value)
+
+
+def broken_links(site_dir: Path) -> list[str]:
+    """Every link of the built site to a file or anchor of the site that does not exist.
+
+    Checked: `href` and `src` of every HTML page, relative or site-absolute, with or without
+    a `#fragment` (which must be an `id` of the target page). Left out: other hosts
+    (`http://…`, `mailto:`), which the site test forbids fetching anyway.
+    """
+    from urllib.parse import unquote, urldefrag, urlsplit
+
+    pages: dict[Path, _Links] = {}
+
+    def parsed(path: Path) -> _Links:
+        if path not in pages:
+            reader = _Links()
+            reader.feed(path.read_text(encoding="utf-8", errors="replace"))
+            pages[path] = reader
+        return pages[path]
+
+    broken = []
+    root = site_dir.resolve()
+    for page in sorted(root.rglob("*.html")):
+        for link in parsed(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("data:", "javascript:")):
+                continue
+            target_part, fragment = urldefrag(link)
+            path_part = unquote(urlsplit(target_part).path)
+            if not path_part:
+                target = page
+            elif path_part.startswith("/"):
+                target = root / path_part.lstrip("/")
+            else:
+                target = (page.parent / path_part).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            where = page.relative_to(root).as_posix()
+            if not target.exists() or root not in (target, *target.parents):
+                broken.append(f"{where} links to {link}, which the site does not have")
+            elif (
+                fragment
+                and target.suffix == ".html"
+                and unquote(fragment) not in parsed(target).ids
+            ):
+                broken.append(
+                    f"{where} links to {link}: {target.relative_to(root)} has no #{fragment}"
+                )
+    return broken
+
+
+#: The nav label of the home page (`index.md`), whose title is the site's name.
+HOME_LABEL = "Inicio"
+
+
+def nav_titles(config_path: Path = MKDOCS_CONFIG, docs: Path | None = None) -> list[str]:
+    """Nav entries whose label is not the title of their page, which is its one home.
+
+    A notebook's entry carries no label (the page title is the notebook's first heading); a
+    Markdown page's label is its first `# ` heading, except the home page's, `HOME_LABEL`.
+    """
+    import yaml
+
+    docs = docs or config_path.parent / "docs"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    wrong: list[str] = []
+
+    def walk(entry: Any) -> None:
+        if isinstance(entry, list):
+            for item in entry:
+                walk(item)
+        elif isinstance(entry, dict):
+            for label, value in entry.items():
+                if isinstance(value, str):
+                    check(label, value)
+                else:
+                    walk(value)
+
+    def check(label: str, target: str) -> None:
+        if target.endswith(".ipynb"):
+            wrong.append(
+                f"the nav labels {target} {label!r}; a notebook's entry has no label: its "
+                "title is the notebook's first heading"
+            )
+            return
+        page = docs / target
+        if not page.exists():
+            return  # reported by the nav test
+        title = next(
+            (
+                line[2:].strip()
+                for line in page.read_text(encoding="utf-8").splitlines()
+                if line.startswith("# ")
+            ),
+            None,
+        )
+        if title != label and not (target == "index.md" and label == HOME_LABEL):
+            wrong.append(f"the nav labels {target} {label!r}, but its title is {title!r}")
+
+    walk(config.get("nav", []))
+    return wrong

@@ -15,6 +15,9 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
   blank lines, and an expected output can start with one (every header does). The block's
   text, not a highlighter's idea of it, is what the page must show; tests/docs checks the
   built HTML against it.
+- `on_page_content` also mends the notebook page's table of contents: mkdocs-jupyter builds it
+  from the Markdown with code spans left out, so a heading with one (`mismo run_id`) got an
+  entry whose anchor the page does not have; each entry takes the id of its heading.
 - `on_page_content` also moves the large stylesheet the notebook renderer inlines in every
   notebook page (about 570 KB, the same on each) into one file, `assets/jupyter-<hash>.css`,
   linked where it stood; `on_post_build` writes that file once.
@@ -118,4 +121,40 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
     )
     if not found:
         raise PluginError(f"{source}: the rendered page has no block under '{EXPECTED_HEADING}'")
+    _mend_toc(page, content)
     return _share_large_styles(content, page)
+
+
+_HEADING_WITH_ID = re.compile(r'<h[1-6] id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+
+
+def _mend_toc(page: Page, content: str) -> None:
+    """Point each table-of-contents entry that has no heading at the heading it stands for.
+
+    mkdocs-jupyter slugs the notebook's Markdown headings with their code spans left out
+    (`mismo run_id` gives `…-mismo`), while the rendered heading keeps them (`…-mismo-run_id`).
+    An entry without a heading is matched to the heading whose text, without its code spans,
+    slugs to the entry's id.
+    """
+    from markdown.extensions.toc import slugify
+
+    headings = _HEADING_WITH_ID.findall(content)
+    ids = {heading_id for heading_id, _ in headings}
+    without_code = {}
+    for heading_id, text in headings:
+        plain = re.sub(r"<[^>]+>", "", re.sub(r"<code>.*?</code>", "", text))
+        without_code.setdefault(slugify(html.unescape(plain), "-"), []).append((heading_id, text))
+
+    def mend(items: list) -> None:
+        for item in items:
+            if item.id not in ids:
+                matches = without_code.get(item.id, [])
+                if len(matches) != 1:
+                    raise PluginError(
+                        f"{page.file.src_uri}: the contents entry #{item.id} has no heading"
+                    )
+                item.id = matches[0][0]
+                item.title = html.unescape(re.sub(r"<[^>]+>", "", matches[0][1])).strip()
+            mend(item.children)
+
+    mend(page.toc.items if page.toc else [])
