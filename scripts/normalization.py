@@ -7,7 +7,10 @@ from positions and takes its clock as a parameter; nothing prints a line count o
 this repository. A rule belongs here only for what cannot be fixed at the source, and then
 it says which notebook needs it and why, so that a reader can judge whether it still does.
 
-To add one, append a `Rule` (a regular expression, its replacement, and the reason).
+To add one, append a `Rule`: a regular expression, its replacement, the reason, and an
+example of printed text that the rule must change. tests/docs/test_normalization.py applies
+each rule to its example, and checks that the README and the *Probar* page describe the list
+as `description()` does (today: empty).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class Rule:
     pattern: str
     replacement: str
     why: str
+    example: str  # printed text this rule must change
 
 
 NORMALIZATION_RULES: tuple[Rule, ...] = ()
@@ -34,3 +38,11 @@ def normalize(printed: str, rules: tuple[Rule, ...] = NORMALIZATION_RULES) -> st
     for rule in rules:
         printed = re.sub(rule.pattern, rule.replacement, printed)
     return printed
+
+
+def description(rules: tuple[Rule, ...] = NORMALIZATION_RULES) -> str:
+    """How the README and the *Probar* page describe the list, in their words (Spanish)."""
+    if not rules:
+        return "Está vacía: la salida es determinista en su origen"
+    names = "; ".join(f"`{rule.name}`, {rule.why}" for rule in rules)
+    return f"Tiene {len(rules)} regla{'s' if len(rules) != 1 else ''}: {names}"
