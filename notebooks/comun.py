@@ -15,8 +15,11 @@ comprobación de las páginas exige que cada id de una página se haya comprobad
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 #: Variables de entorno que eligen un modelo real. Si no hay ninguna, se usa el doble.
@@ -120,3 +123,120 @@ def afirma(id_: str, cierto: bool, mensaje: str) -> None:
     if carpeta:
         with open(os.path.join(carpeta, f"{os.getpid()}.txt"), "a", encoding="utf-8") as f:
             f.write(id_ + "\n")
+
+
+# ── Cómo se imprime una fase ──────────────────────────────────────────────────────────────
+
+#: La fase de un evento (`Phase`) como la dice el glosario. El journal guarda el valor en
+#: inglés; lo que imprime un cuaderno, este.
+FASES = {"attempted": "intentado", "completed": "completado", "resolved": "resuelto"}
+
+
+def fase(evento: Any) -> str:
+    """La fase de un evento en español: «intentado», «completado» o «resuelto»."""
+    return FASES[evento.phase.value]
+
+
+# ── Los parámetros ────────────────────────────────────────────────────────────────────────
+#
+# Cada cuaderno tiene una celda `parameters` (papermill la cambia con `-p nombre valor`) y, justo
+# después, una celda que comprueba esos valores con las funciones de aquí. Un valor que el
+# cuaderno no sabe enseñar para en esa celda con `ParametroInvalido`, antes de imprimir nada.
+
+
+class ParametroInvalido(ValueError):
+    """Un valor de la celda `parameters` que el cuaderno no sabe enseñar.
+
+    El mensaje dice el parámetro, su valor y lo que el cuaderno admite. Jupyter y papermill lo
+    enseñan en una línea, sin traceback (`_render_traceback_` es el protocolo de IPython para
+    eso): el fallo está en el valor, no en el código que lo rechaza.
+    """
+
+    def __init__(self, nombre: str, valor: object, admite: str) -> None:
+        self.nombre = nombre
+        self.valor = valor
+        self.admite = admite
+        super().__init__(
+            f"{nombre} = {valor!r} no vale en este cuaderno: admite {admite}. "
+            f"Cámbialo en la celda parameters (con papermill: -p {nombre} VALOR)."
+        )
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+def valida_carpeta(carpeta: object, *, crea: Sequence[str]) -> None:
+    """`carpeta` vale `None` (una carpeta temporal nueva) o es una carpeta, exista o no, sin
+    nada de lo que el cuaderno crea en ella.
+
+    `crea` son nombres o patrones (`muerte-*`). Si ya están, son de otra ejecución: el
+    cuaderno reanudaría esos runs en vez de enseñar uno nuevo.
+    """
+    if carpeta is None:
+        return
+    if not isinstance(carpeta, str | os.PathLike) or not os.fspath(carpeta):
+        raise ParametroInvalido("carpeta", carpeta, "None o la ruta de una carpeta")
+    ruta = Path(carpeta)
+    if ruta.exists() and not ruta.is_dir():
+        raise ParametroInvalido("carpeta", carpeta, "None o una carpeta, y esa ruta es un fichero")
+    ya = sorted({p.name for patron in crea for p in ruta.glob(patron)}) if ruta.is_dir() else []
+    if ya:
+        raise ParametroInvalido(
+            "carpeta",
+            carpeta,
+            f"None o una carpeta sin {', '.join(crea)}; esta ya tiene {', '.join(ya)} de otra "
+            "ejecución, y el cuaderno la reanudaría en vez de empezar (bórralo o usa otra carpeta)",
+        )
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def valida_run_ids(**run_ids: object) -> None:
+    """Cada run_id es un texto de letras sin tilde, cifras, `-`, `_` o `.` (se imprime y da
+    nombre a ficheros; `/` separa el de un subrun), y dos parámetros no nombran el mismo run."""
+    for nombre, valor in run_ids.items():
+        if not isinstance(valor, str) or not _RUN_ID.fullmatch(valor):
+            raise ParametroInvalido(
+                nombre,
+                valor,
+                "un texto de letras sin tilde, cifras, «-», «_» o «.», que empiece por letra o "
+                "cifra (por ejemplo 'run-2')",
+            )
+    primero: dict[object, str] = {}
+    for nombre, valor in run_ids.items():
+        if valor in primero:
+            raise ParametroInvalido(
+                nombre, valor, f"un run_id distinto de {primero[valor]}: son dos runs distintos"
+            )
+        primero[valor] = nombre
+
+
+def valida_numero(
+    nombre: str,
+    valor: object,
+    *,
+    minimo: float,
+    maximo: float,
+    entero: bool = False,
+    decimales: int | None = None,
+    porque: str = "",
+) -> None:
+    """`valor` es un número (un `int` si `entero`) entre `minimo` y `maximo`, ambos incluidos,
+    con `decimales` cifras decimales como mucho. `porque` dice de dónde sale el intervalo."""
+    tipos = int if entero else int | float
+    valido = (
+        isinstance(valor, tipos)
+        and not isinstance(valor, bool)
+        and math.isfinite(valor)
+        and minimo <= valor <= maximo
+        and (decimales is None or round(valor, decimales) == valor)
+    )
+    if not valido:
+        admite = f"{'un entero' if entero else 'un número'} entre {minimo:g} y {maximo:g}"
+        if decimales is not None:
+            cifras = "una cifra decimal" if decimales == 1 else f"{decimales} cifras decimales"
+            admite += f", con {cifras} como mucho"
+        if porque:
+            admite += f" ({porque})"
+        raise ParametroInvalido(nombre, valor, admite)

@@ -1,0 +1,342 @@
+"""Parameters are inputs: every notebook, run the way a learner runs it (papermill, in the
+notebook's folder), with changed parameters.
+
+Each case either runs to the end, so every `assert` of the notebook held with those values, or
+stops in the cell right after `parameters` (`comprobar-parametros`) with
+`comun.ParametroInvalido`: one Spanish line that names the parameter and its value and says what
+the notebook accepts, no code frames, and nothing printed before it.
+
+papermill starts one kernel per case; the cases run four at a time, each in its own process
+(papermill changes the working directory of the process that calls it, so two calls in threads
+of one process would start kernels in each other's folder).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import multiprocessing
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.kernel import MODEL_VARIABLE_PREFIXES
+from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, property_notebooks
+
+#: The cell every notebook runs right after its `parameters` cell.
+VALIDATION_CELL = "comprobar-parametros"
+
+#: Stand-ins in a case's parameters, replaced by a path made for that case.
+NEW_FOLDER = "<carpeta nueva>"  # a folder that does not exist yet
+A_FILE = "<un fichero>"  # a path that is a file, not a folder
+
+
+@dataclass(frozen=True)
+class Case:
+    notebook: str  # its number, "10"
+    parameters: dict[str, Any]
+    refused: str | None = None  # the parameter the notebook must refuse; None: it runs
+    already_there: tuple[str, ...] = ()  # what `carpeta` holds before the run ("muerte-01/")
+    note: str = ""  # why this value, for the list in the report
+
+    @property
+    def id(self) -> str:
+        values = ",".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        there = "".join(f"+{name}" for name in self.already_there)
+        return f"{self.notebook}:{values}{there}"
+
+
+CASES = [
+    Case("01", {"carpeta": NEW_FOLDER, "run_id": "bucle-2"}),
+    Case("01", {"run_id": 5}, refused="run_id", note="-p run_id 5 arrives as an int"),
+    Case("02", {"carpeta": NEW_FOLDER, "run_id": "run-7"}),
+    Case(
+        "02",
+        {"carpeta": NEW_FOLDER},
+        refused="carpeta",
+        already_there=("runs.db",),
+        note="a second run into the same folder would resume, not start",
+    ),
+    Case("03", {"run_id": "aprobacion-2"}),
+    Case("03", {"run_id": ""}, refused="run_id"),
+    Case("04", {"run_entero": "entero", "run_cortado": "cortado"}),
+    Case(
+        "04",
+        {"run_cortado": "streaming-1"},
+        refused="run_cortado",
+        note="the same run as run_entero",
+    ),
+    Case("05", {"run_transferencia": "a", "run_consulta": "b", "run_cobro": "c"}),
+    Case("05", {"run_cobro": "incierto/3"}, refused="run_cobro", note="/ names a subrun"),
+    Case("06", {"carpeta": NEW_FOLDER, "run_id": "kill-b"}),
+    Case("06", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("muerte-01/",)),
+    Case("07", {"run_id": "viejo", "run_id_nuevo": "nuevo"}),
+    Case("07", {"run_id_nuevo": "run-1"}, refused="run_id_nuevo", note="the same run as run_id"),
+    Case("08", {"carpeta": NEW_FOLDER, "run_id": "run-b"}),
+    Case("08", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("efectos.txt",)),
+    Case("09", {"tope": 0}, note="the smallest cap: only the note enters"),
+    Case("09", {"tope": 1678}, note="one character less than the result"),
+    Case("09", {"tope": 1679}, refused="tope", note="the whole result: nothing to cut"),
+    Case("09", {"tope": 12.5}, refused="tope"),
+    Case("10", {"retry_after": 30}, note="the cap"),
+    Case("10", {"retry_after": 0.5}),
+    Case("10", {"retry_after": 60}, refused="retry_after", note="above the cap: it waits 30"),
+    Case("10", {"retry_after": 2.25}, refused="retry_after", note="printed with one decimal"),
+    Case("10", {"retry_after": "7"}, refused="retry_after"),
+    Case("11", {"max_pasos": 1, "mas_pasos": 12}),
+    Case("11", {"max_pasos": 0}, refused="max_pasos"),
+    Case("11", {"mas_pasos": 13}, refused="mas_pasos", note="the script has 12 answers"),
+    Case("12", {"run_id": "presupuesto-2"}),
+    Case("12", {"run_id": "presupuesto 1"}, refused="run_id"),
+    Case("13", {"carpeta": NEW_FOLDER, "run_id": "consumo-2"}),
+    Case("13", {"carpeta": A_FILE}, refused="carpeta"),
+    Case("14", {"run_id": "viaje-2"}),
+    Case("14", {"run_id": None}, refused="run_id"),
+    Case("15", {"run_correo": "c", "run_buzon": "b"}),
+    Case("15", {"run_buzon": "correo-1"}, refused="run_buzon", note="the same run as run_correo"),
+    Case("16", {"carpeta": NEW_FOLDER, "run_id": "pedido-2"}),
+    Case("16", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("copia.db",)),
+]
+
+
+def notebook(number: str) -> Path:
+    (path,) = PROPERTY_NOTEBOOKS.glob(f"{number}_*.ipynb")
+    return path
+
+
+def cells(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def source(cell: dict[str, Any]) -> str:
+    return "".join(cell["source"])
+
+
+def parameter_names(path: Path) -> list[str]:
+    (cell,) = (c for c in cells(path) if "parameters" in c["metadata"].get("tags", []))
+    return [
+        target.id
+        for node in ast.parse(source(cell)).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
+
+
+# ── Running the cases ───────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Failure:
+    """What papermill reports about the cell that raised."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+    text: str  # papermill's whole message
+
+
+@dataclass
+class Outcome:
+    parameters: dict[str, Any]  # as passed, stand-ins replaced
+    error: Failure | None = None
+    printed: list[str] = field(default_factory=list)  # stdout of each cell, in order
+    folder: Path | None = None
+
+
+def prepare(case: Case, workdir: Path) -> dict[str, Any]:
+    parameters = dict(case.parameters)
+    if parameters.get("carpeta") == NEW_FOLDER:
+        folder = workdir / "carpeta"
+        for name in case.already_there:
+            if name.endswith("/"):
+                (folder / name).mkdir(parents=True)
+            else:
+                folder.mkdir(exist_ok=True)
+                (folder / name).write_text("de otra ejecución\n", encoding="utf-8")
+        parameters["carpeta"] = str(folder)
+    elif parameters.get("carpeta") == A_FILE:
+        (workdir / "un-fichero").write_text("no es una carpeta\n", encoding="utf-8")
+        parameters["carpeta"] = str(workdir / "un-fichero")
+    return parameters
+
+
+def run_case(case: Case) -> Outcome:
+    import papermill
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"parametros-{case.notebook}-"))
+    parameters = prepare(case, workdir)
+    output = workdir / "salida.ipynb"
+    outcome = Outcome(parameters)
+    try:
+        papermill.execute_notebook(
+            str(notebook(case.notebook)),
+            str(output),
+            parameters=parameters,
+            cwd=str(PROPERTY_NOTEBOOKS),  # as the page's --cwd notebooks/propiedades
+            progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as error:
+        outcome.error = Failure(error.ename, error.evalue, error.traceback, str(error))
+    executed = cells(output)
+    outcome.printed = [
+        "".join(o.get("text", "")) if o.get("name") == "stdout" else ""
+        for c in executed
+        if c["cell_type"] == "code"
+        for o in c["outputs"] or [{}]
+    ]
+    if "carpeta" in parameters and parameters["carpeta"] is not None:
+        outcome.folder = Path(parameters["carpeta"])
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Outcome]:
+    """Every case through papermill, four at a time, without the variables that pick a real
+    model (the notebooks answer from their scripts, as in the docs check)."""
+    with pytest.MonkeyPatch.context() as environment:
+        for name in list(os.environ):
+            if name.startswith(MODEL_VARIABLE_PREFIXES):
+                environment.delenv(name)
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=4, mp_context=spawn) as pool:
+            return dict(zip((c.id for c in CASES), pool.map(run_case, CASES), strict=True))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.refused is None], ids=lambda c: c.id)
+def test_a_notebook_runs_to_the_end_with_a_value_it_can_show(case, outcomes) -> None:
+    outcome = outcomes[case.id]
+    assert outcome.error is None, f"{case.id} should run, and raised:\n{outcome.error.text}"
+    if outcome.folder is not None:  # the notebook wrote where it was told
+        assert any(outcome.folder.iterdir()), f"{case.id}: nothing written in {outcome.folder}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.refused], ids=lambda c: c.id)
+def test_a_notebook_refuses_a_value_it_cannot_show_naming_the_parameter_and_the_value(
+    case, outcomes
+) -> None:
+    outcome = outcomes[case.id]
+    assert outcome.error is not None, f"{case.id} ran to the end; it should refuse {case.refused}"
+    error = outcome.error
+    value = outcome.parameters[case.refused]
+    assert error.ename == "ParametroInvalido", f"{case.id}: {error.ename}: {error.evalue}"
+    assert error.evalue.startswith(f"{case.refused} = {value!r} no vale en este cuaderno: admite ")
+    assert error.traceback == [f"ParametroInvalido: {error.evalue}"], "no code frames, one line"
+    assert not any(outcome.printed), f"{case.id} printed before refusing: {outcome.printed}"
+
+
+# ── What the cases cover ────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
+def test_every_parameter_is_checked_in_the_cell_after_the_parameters_cell(path) -> None:
+    notebook_cells = cells(path)
+    tags = [c["metadata"].get("tags", []) for c in notebook_cells]
+    (position,) = (i for i, t in enumerate(tags) if "parameters" in t)
+    validation = notebook_cells[position + 1]
+    assert validation.get("id") == VALIDATION_CELL, f"{path.name}: no {VALIDATION_CELL} cell"
+    checked = {
+        node.id for node in ast.walk(ast.parse(source(validation))) if isinstance(node, ast.Name)
+    }
+    unchecked = set(parameter_names(path)) - checked
+    assert not unchecked, f"{path.name}: parameters nobody checks: {sorted(unchecked)}"
+
+
+@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
+def test_every_notebook_has_a_case_that_runs_and_one_that_refuses(path) -> None:
+    number = path.name[:2]
+    mine = [c for c in CASES if c.notebook == number]
+    assert any(c.refused is None and c.parameters for c in mine), f"{path.name}: no case runs"
+    assert any(c.refused for c in mine), f"{path.name}: no case refuses"
+    names = set(parameter_names(path))
+    for case in mine:
+        assert set(case.parameters) <= names, f"{case.id}: not a parameter of {path.name}"
+
+
+@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
+def test_the_page_shows_the_papermill_command_this_test_runs(path) -> None:
+    text = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "markdown")
+    command = text.split("```bash\nuv run --group lab papermill", 1)[1].split("```", 1)[0]
+    arguments = shlex.split(command.replace("\\\n", " "))
+    relative = path.relative_to(REPO).as_posix()
+    assert arguments == ["--cwd", "notebooks/propiedades", "--log-output", relative, "salida.ipynb"]
+
+
+def test_the_command_line_ends_with_the_message_when_a_value_is_refused(tmp_path) -> None:
+    """The learner's command, in a shell: papermill prints its own traceback, and the last
+    line says which parameter, which value and what the notebook accepts."""
+    path = notebook("10").relative_to(REPO).as_posix()
+    salida = tmp_path / "salida.ipynb"
+    command = f"papermill --cwd notebooks/propiedades --log-output {path} {salida}"
+    result = subprocess.run(
+        [sys.executable, "-m", *shlex.split(command), "-p", "retry_after", "60"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(MODEL_VARIABLE_PREFIXES)},
+        timeout=120,
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ParametroInvalido: retry_after = 60 no vale en este cuaderno: admite ")
+    assert "entre 0 y 30" in last
+
+
+# ── The helpers themselves ──────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def comun(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))
+    sys.modules.pop("comun", None)
+    return importlib.import_module("comun")
+
+
+def test_a_refused_value_renders_as_one_line_without_code(comun) -> None:
+    with pytest.raises(comun.ParametroInvalido) as raised:
+        comun.valida_numero("retry_after", 60, minimo=0, maximo=30, decimales=1, porque="el cap")
+    error = raised.value
+    assert (error.nombre, error.valor) == ("retry_after", 60)
+    assert str(error) == (
+        "retry_after = 60 no vale en este cuaderno: admite un número entre 0 y 30, con una "
+        "cifra decimal como mucho (el cap). Cámbialo en la celda parameters (con papermill: "
+        "-p retry_after VALOR)."
+    )
+    assert error._render_traceback_() == [f"ParametroInvalido: {error}"]
+
+
+@pytest.mark.parametrize("value", [True, 3.0, float("nan"), "3", None, 0, 13])
+def test_an_integer_parameter_refuses_what_is_not_an_integer_in_range(comun, value) -> None:
+    with pytest.raises(comun.ParametroInvalido, match=r"admite un entero entre 1 y 12"):
+        comun.valida_numero("max_pasos", value, minimo=1, maximo=12, entero=True)
+
+
+def test_run_ids_are_names_and_two_parameters_never_name_the_same_run(comun) -> None:
+    comun.valida_run_ids(a="run-1", b="run_2.b")
+    for bad in ("", " run", "viaje-1/000001-delegate", "año", 7):
+        with pytest.raises(comun.ParametroInvalido):
+            comun.valida_run_ids(a=bad)
+    with pytest.raises(comun.ParametroInvalido, match=r"^b = 'x' .* distinto de a"):
+        comun.valida_run_ids(a="x", b="x")
+
+
+def test_a_folder_is_refused_when_it_holds_what_the_notebook_creates(comun, tmp_path) -> None:
+    comun.valida_carpeta(None, crea=["runs.db"])
+    comun.valida_carpeta(str(tmp_path / "nueva"), crea=["runs.db"])
+    (tmp_path / "muerte-03").mkdir()
+    with pytest.raises(comun.ParametroInvalido, match=r"ya tiene muerte-03"):
+        comun.valida_carpeta(str(tmp_path), crea=["entero", "muerte-*"])
+    (tmp_path / "runs.db").write_text("")
+    with pytest.raises(comun.ParametroInvalido, match=r"es un fichero"):
+        comun.valida_carpeta(str(tmp_path / "runs.db"), crea=["runs.db"])
+    with pytest.raises(comun.ParametroInvalido, match=r"^carpeta = 3 "):
+        comun.valida_carpeta(3, crea=["runs.db"])
