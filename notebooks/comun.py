@@ -132,7 +132,7 @@ def afirma(id_: str, cierto: bool, mensaje: str) -> None:
 FASES = {"attempted": "intentado", "completed": "completado", "resolved": "resuelto"}
 
 
-def fase(evento: Any) -> str:
+def fase_de(evento: Any) -> str:
     """La fase de un evento en español: «intentado», «completado» o «resuelto»."""
     return FASES[evento.phase.value]
 
