@@ -232,3 +232,47 @@ def _errors_of(event: dict[str, Any]) -> list[str]:
         entry = params["entry"]
         return [f"{entry.get('source', 'log')}: {entry['text']} {entry.get('url', '')}".strip()]
     return []
+
+
+#: What a reader sees of a page's *Lo que imprime* block: run in the page after it settles.
+#: Returns {text: the block's innerText, problems: why some of it is not seen}. The block is
+#: the first <pre> after the heading; it must be fully visible: not hidden (hidden attribute,
+#: display, visibility, opacity, colour, font size), not clipped (a box of the block or around
+#: it with overflow other than visible that is shorter than its content, clip-path), with no
+#: text added or changed by CSS (::before/::after content, text-transform), and not covered
+#: (at the start of every line, the topmost element is the block).
+READ_BLOCK = (Path(__file__).with_name("lo_que_imprime.js")).read_text(encoding="utf-8")
+
+
+@dataclass
+class SeenBlock:
+    text: str | None
+    problems: list[str]
+
+
+def read_block(browser: Browser, url: str, width: int = 1280, height: int = 800) -> SeenBlock:
+    """Open `url` and read its *Lo que imprime* block as a reader sees it, after the theme's
+    CSS and JavaScript: after the load event, the fonts, and `SETTLE` seconds more (a bound: a
+    script that changes the page later than that is not seen)."""
+    with browser.tab() as tab:
+        tab.send("Page.enable")
+        tab.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        tab.send("Page.navigate", url=url)
+        tab.wait_for("Page.loadEventFired", time.monotonic() + browser.timeout)
+        tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
+        time.sleep(SETTLE)
+        result = tab.send("Runtime.evaluate", expression=READ_BLOCK, returnByValue=True)
+    if "exceptionDetails" in result:
+        raise RuntimeError(f"reading the block of {url}: {result['exceptionDetails']}")
+    value = result["result"]["value"]
+    return SeenBlock(value["text"], value["problems"])
+
+
+#: Seconds the page is left to settle after its load event before the block is read.
+SETTLE = 0.5

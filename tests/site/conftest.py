@@ -1,15 +1,20 @@
 """The built site, as the other checks of tests/site read it: the same build as tests/docs
-(one `mkdocs build --strict` per session), and Chromium when it is installed."""
+(one `mkdocs build --strict` per session), served over HTTP from this machine, and Chromium
+when it is installed. `docs_check` (the notebooks' runs) is tests/docs's, shared."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.docs.conftest import finished_build
-from tests.site.chromium import find_chromium
+from tests.docs.conftest import docs_check, finished_build  # noqa: F401  (a shared fixture)
+from tests.site.chromium import Browser, find_chromium
 
 INSTALL = "install it with: apt-get install -y chromium (.ci/run does it in CI)"
 
@@ -31,3 +36,35 @@ def chromium() -> str:
             pytest.fail(f"CI must run the browser check, but Chromium is missing; {INSTALL}")
         pytest.skip(f"the browser check needs Chromium; {INSTALL}")
     return executable
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+        pass
+
+
+def serve(folder: Path) -> Iterator[str]:
+    """Serve `folder` on 127.0.0.1 (a free port) while the generator is open; yields its URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def base_url(built_site: Path) -> Iterator[str]:
+    yield from serve(built_site)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str) -> Iterator[Browser]:
+    opened = Browser(chromium)
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -1,0 +1,59 @@
+(() => {
+  const HEADING = "Lo que imprime";
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+    (el.classList.length ? "." + [...el.classList].join(".") : "");
+  const heads = [...document.querySelectorAll("h1,h2,h3,h4,h5,h6")]
+    .filter((h) => h.textContent.replace("¶", "").trim() === HEADING);
+  if (heads.length !== 1) return { text: null, problems: [`${heads.length} headings '${HEADING}' on the page`] };
+  const pre = [...document.querySelectorAll("pre")]
+    .find((p) => heads[0].compareDocumentPosition(p) & Node.DOCUMENT_POSITION_FOLLOWING);
+  if (!pre) return { text: null, problems: [`no block after the heading '${HEADING}'`] };
+  const code = pre.querySelector("code") || pre;
+  const problems = [];
+  for (let el = code; el && el !== document.documentElement; el = el.parentElement) {
+    const style = getComputedStyle(el);
+    if (el.hidden) problems.push(`hidden: ${name(el)} has the hidden attribute`);
+    if (style.display === "none") problems.push(`hidden: ${name(el)} has display: none`);
+    if (style.visibility !== "visible") problems.push(`hidden: ${name(el)} has visibility: ${style.visibility}`);
+    if (parseFloat(style.opacity) < 0.5) problems.push(`hidden: ${name(el)} has opacity: ${style.opacity}`);
+    if (style.overflowY !== "visible" && el.scrollHeight > el.clientHeight + 1)
+      problems.push(`clipped: ${name(el)} shows ${el.clientHeight} px of its ${el.scrollHeight} px (overflow-y: ${style.overflowY}${style.maxHeight !== "none" ? ", max-height: " + style.maxHeight : ""})`);
+    if (style.clipPath !== "none") problems.push(`clipped: ${name(el)} has clip-path: ${style.clipPath}`);
+  }
+  const all = [code, ...code.querySelectorAll("*")];
+  for (const el of all) {
+    const style = getComputedStyle(el);
+    for (const pseudo of ["::before", "::after"]) {
+      const content = getComputedStyle(el, pseudo).content;
+      if (content && content !== "none" && content !== "normal" && content !== '""')
+        problems.push(`added text: ${name(el)}${pseudo} shows ${content}`);
+    }
+    if (parseFloat(style.fontSize) < 8) problems.push(`hidden: ${name(el)} has font-size: ${style.fontSize}`);
+    const color = style.color.match(/[\d.]+/g) || [];
+    if (color.length === 4 && parseFloat(color[3]) < 0.5) problems.push(`hidden: ${name(el)} has color: ${style.color}`);
+    if (style.textTransform !== "none") problems.push(`changed text: ${name(el)} has text-transform: ${style.textTransform}`);
+  }
+  // covered: the start of every line of text must be the block's own, seen from the front
+  const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  const boxes = [];
+  while (walker.nextNode()) {
+    range.selectNodeContents(walker.currentNode);
+    for (const box of range.getClientRects())
+      if (box.width >= 1 && box.height >= 1)
+        boxes.push({ y: box.top + scrollY + box.height / 2, x: box.left + Math.min(box.width, 8) / 2,
+                     text: walker.currentNode.textContent.trim().slice(0, 30) });
+  }
+  let covered = null;
+  for (const box of boxes) {
+    window.scrollTo(0, box.y - innerHeight / 2);
+    const y = box.y - scrollY, x = Math.min(box.x, innerWidth - 1);
+    const top = document.elementFromPoint(x, y);
+    if (top && top !== code && !code.contains(top)) {
+      covered = `covered: ${name(top)} lies over the block at "${box.text}"`;
+      break;
+    }
+  }
+  if (covered) problems.push(covered);
+  return { text: code.innerText, problems };
+})()

@@ -1,0 +1,56 @@
+"""The *Lo que imprime* block as a reader sees it: Chromium opens every property page of the
+built site, lets the theme's CSS and JavaScript run, and reads the block's visible text
+(`innerText`). It must be fully visible (not hidden, clipped, covered, or changed by CSS) and
+equal, character for character, to what the notebook printed in the docs check's kernel (after
+the normalisation rules, the same text tests/docs compares with the block).
+
+On top of the static check of tests/docs, which reads the block in the HTML file and names
+cells; this one sees what scripts and styles do to it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from scripts.pages import expected_output_of, page_url, property_notebooks, relative
+from tests.site.chromium import Browser, SeenBlock, read_block
+
+NOTEBOOKS = property_notebooks()
+
+
+def seen_problems(notebook: Path, seen: SeenBlock, printed: str) -> list[str]:
+    """Why what a reader sees of the block is not what the notebook printed; [] when it is."""
+    where = f"the page {page_url(notebook)} in Chromium"
+    problems = [f"{where}: the block is not fully visible: {p}" for p in seen.problems]
+    if seen.text is None:
+        return problems or [f"{where} has no block under 'Lo que imprime'"]
+    if seen.text != printed:
+        diff = "".join(
+            difflib.unified_diff(
+                printed.splitlines(keepends=True),
+                seen.text.splitlines(keepends=True),
+                fromfile=f"{relative(notebook)} · printed when run",
+                tofile=f"{page_url(notebook)} · seen in Chromium",
+            )
+        )
+        problems.append(
+            f"{where} shows a block that is not what {relative(notebook)} prints "
+            f"(the theme's CSS or JavaScript changed it?):\n{diff}"
+        )
+    return problems
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_reader_sees_exactly_what_the_notebook_prints(
+    notebook: Path, docs_check, base_url: str, browser: Browser
+) -> None:
+    run = docs_check.runs[notebook]
+    if run.problems():
+        pytest.skip(f"{notebook.name} did not run cleanly (tests/docs reports it)")
+    seen = read_block(browser, base_url + page_url(notebook))
+    problems = seen_problems(notebook, seen, expected_output_of(run))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
