@@ -40,7 +40,16 @@ from .events import (
     step_id,
 )
 from .journal import load_events
-from .messages import ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from .messages import (
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+    journalable,
+    lone_surrogate,
+    without_surrogates,
+)
 from .policy import Action, Proposal
 from .replay import Journal, StepHistory
 from .session import Session
@@ -126,6 +135,14 @@ class Agent:
                 ) from None
         self._callable = {**self.tools, **{d.name: _as_tool(d) for d in self.delegates.values()}}
         self._specs = tuple(t.spec for t in self._callable.values())
+        described = json.dumps(self.configuration, ensure_ascii=False, default=repr)
+        at = lone_surrogate(described)
+        if at is not None:  # a journal could not keep it: refused before anything is paid
+            raise ConfigurationError(
+                f"agent {name!r}: its name, model, instructions or a tool's description holds "
+                f"{described[at]!r}, half of a surrogate pair and not a character, which a "
+                "journal cannot keep (UTF-8 has no form for it); decode that text properly"
+            )
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model!r}, tools={list(self.tools)})"
@@ -171,6 +188,18 @@ class Agent:
     # ── the loop ────────────────────────────────────────────────────────────────────────────
 
     async def _drive(self, task: str, session: Session, *, streaming: bool) -> AsyncIterator[Any]:
+        at = lone_surrogate(task) if isinstance(task, str) else None
+        if not isinstance(task, str) or at is not None:
+            problem = (
+                f"holds {task[at]!r} at index {at}, half of a surrogate pair and not a "
+                "character, which a journal cannot keep (UTF-8 has no form for it)"
+                if at is not None
+                else f"is a {type(task).__name__}, not a str"
+            )
+            raise ConfigurationError(
+                f"run {session.run_id!r}: the task {problem}; nothing was run or paid: pass "
+                "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
+            )
         async with session.checkpointer.hold(session.run_id):
             journal, closed = await Journal.open(
                 session.run_id, session.checkpointer, self.configuration, task
@@ -303,7 +332,7 @@ class Agent:
                         if isinstance(item, ModelResponse):
                             response = item
                         else:
-                            yield TextFragment(step_id, item)
+                            yield TextFragment(step_id, without_surrogates(item))
                 break
             except ProviderError as exc:
                 if not exc.retryable or call_number == session.retry.max_attempts:
@@ -313,6 +342,9 @@ class Agent:
             raise ConfigurationError(
                 f"{type(session.gateway).__name__}.stream ended without a ModelResponse"
             )
+        # paid for: recorded whatever it holds (what a journal cannot keep becomes an error
+        # the model reads, or U+FFFD in text), never lost to an encoding error
+        response = journalable(response)
         completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=response)
         await journal.write(completed)
         yield completed
@@ -471,9 +503,13 @@ class Agent:
             return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
         try:
             return ToolResult(to_result_text(value))
-        except (TypeError, ValueError):
+        except TypeError:
             raise ToolResultNotSerializable(
                 session.run_id, context.step_id, tool.name, type(value).__name__
+            ) from None
+        except ValueError as exc:
+            raise ToolResultNotSerializable(
+                session.run_id, context.step_id, tool.name, type(value).__name__, str(exc)
             ) from None
 
     async def _delegate(

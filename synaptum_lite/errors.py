@@ -174,13 +174,17 @@ class UncertainEffect(SynaptumError):
 class ToolResultNotSerializable(SynaptumError):
     """A tool returned a value that cannot be journaled as JSON."""
 
-    def __init__(self, run_id: str, step_id: str, tool: str, value_type: str) -> None:
+    def __init__(
+        self, run_id: str, step_id: str, tool: str, value_type: str, problem: str | None = None
+    ) -> None:
         self.run_id = run_id
         self.step_id = step_id
         self.tool = tool
         self.value_type = value_type
+        self.problem = problem
+        returned = f"a {value_type}" + (f" ({problem})" if problem else "")
         super().__init__(
-            f"run {run_id!r}, step {step_id}: tool {tool!r} returned a {value_type}, which "
+            f"run {run_id!r}, step {step_id}: tool {tool!r} returned {returned}, which "
             "cannot be journaled; return str, a JSON value or a dataclass. The step stays "
             "attempted: on resume it runs again if idempotent, or is reported as uncertain"
         )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from .errors import CorruptJournal
-from .messages import ModelResponse, ToolCall, ToolResult, Usage
+from .messages import ModelResponse, ToolCall, ToolResult, Usage, lone_surrogate
 
 
 class Phase(enum.Enum):
@@ -179,10 +179,22 @@ class Record:
 def encode(event: Step) -> tuple[str, str, int, str]:
     """The stored form of an event: `(step_id, phase, attempt, data)`.
 
-    Raises `TypeError`/`ValueError` when the payload is not JSON (a tool result that could not
-    be described, say); the caller names the step.
+    Raises `TypeError`/`ValueError` when the payload is not JSON a store can keep as UTF-8 (a
+    tool result that could not be described, NaN, a surrogate code point), naming the step;
+    every store refuses the same events alike.
     """
-    data = json.dumps(event.payload(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        data = json.dumps(
+            event.payload(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except ValueError as exc:
+        raise ValueError(f"step {event.step_id} ({event.phase.value}) is not JSON: {exc}") from None
+    at = lone_surrogate(data)
+    if at is not None:
+        raise ValueError(
+            f"step {event.step_id} ({event.phase.value}) holds {data[at]!r}, half of a "
+            "surrogate pair and not a character, which UTF-8 has no form for"
+        )
     return event.step_id, event.phase.value, event.attempt, data
 
 

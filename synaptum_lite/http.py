@@ -27,7 +27,15 @@ from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
-from .messages import Message, ModelRequest, ModelResponse, Role, ToolCall, Usage
+from .messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Role,
+    ToolCall,
+    Usage,
+    joined_surrogate_pairs,
+)
 from .policy import Policy, allow_everything
 from .tools import Tool
 
@@ -305,13 +313,17 @@ def _tool_call(index: int, call_id: Any, function: Mapping[str, Any]) -> ToolCal
     elif raw is None or (isinstance(raw, str) and not raw.strip()):
         arguments = {}
     else:
-        try:
-            arguments = json.loads(raw)
+        try:  # strict JSON: NaN and Infinity are not, and a journal could not keep them
+            arguments = json.loads(raw, parse_constant=_not_json)
         except (TypeError, ValueError):
             arguments = raw if isinstance(raw, str) else repr(raw)
     # A server that omits the id gets a positional one, so a replay derives the same.
     identifier = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
     return ToolCall(id=identifier, name=str(function.get("name") or ""), arguments=arguments)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _usage(raw: Any) -> Usage:
@@ -402,6 +414,7 @@ class _StreamAssembly:
     """What the chunks of one streamed completion add up to."""
 
     text: list[str] = field(default_factory=list)
+    held: str = ""  # a high surrogate whose low half may come in the next event
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     finished: bool = False
@@ -424,8 +437,13 @@ class _StreamAssembly:
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str) and content:
-                self.text.append(content)
-                fragment = content
+                # a character outside the BMP may arrive as two \\u escapes in two events
+                content = joined_surrogate_pairs(self.held + content)
+                self.held = content[-1] if "\ud800" <= content[-1] <= "\udbff" else ""
+                content = content[: len(content) - len(self.held)]
+                if content:
+                    self.text.append(content)
+                    fragment = content
             for piece in delta.get("tool_calls") or ():
                 self._absorb(piece)
         return fragment
@@ -445,7 +463,12 @@ class _StreamAssembly:
 
     def response(self) -> ModelResponse:
         calls = tuple(
-            _tool_call(position, call["id"], call)
+            _tool_call(
+                position,
+                call["id"],
+                {**call, "arguments": joined_surrogate_pairs(call["arguments"])},
+            )
             for position, (_, call) in enumerate(sorted(self.calls.items()))
         )
-        return ModelResponse(text="".join(self.text) or None, tool_calls=calls, usage=self.usage)
+        text = "".join(self.text) + self.held
+        return ModelResponse(text=text or None, tool_calls=calls, usage=self.usage)

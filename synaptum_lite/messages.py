@@ -6,9 +6,11 @@ because the journal stores what each step adds and re-derives the rest.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,3 +220,73 @@ class ModelResponse:
             tool_calls=tuple(ToolCall.from_json(c) for c in data.get("calls", ())),
             usage=Usage.from_json(data.get("usage", {})),
         )
+
+
+# ── what a journal can keep ─────────────────────────────────────────────────────────────────
+#
+# A journal stores JSON as UTF-8. Two things a Python value can hold have no form there: a
+# surrogate code point (U+D800-U+DFFF, half of a UTF-16 pair, which a JSON decoder returns for
+# an escaped `"\ud83d"` standing alone) and a float that is NaN or infinite (which Python's
+# `json.loads` accepts as `NaN`/`Infinity`). Model answers arrive with them from servers; the
+# loop makes every answer journalable before it records it, so a paid answer is never lost.
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first surrogate code point in `text`, or None when it holds none.
+
+    A `str` holding one cannot be encoded as UTF-8, so no store can keep it.
+    """
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each surrogate code point replaced by U+FFFD, as a UTF-8 decoder does."""
+    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
+
+
+def joined_surrogate_pairs(text: str) -> str:
+    """`text` with each high+low surrogate pair joined into the character it encodes.
+
+    Lone surrogates stay as they are. A pair arrives split when a server escapes a character
+    outside the BMP as two `\\u` escapes and sends them in two pieces.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def journalable(response: ModelResponse) -> ModelResponse:
+    """The response as a journal can keep it; the same object when it already can.
+
+    Text (and a call's name or id) holding a surrogate code point gets U+FFFD in its place.
+    Arguments that are not strict JSON (NaN, Infinity, a surrogate, a value JSON has no form
+    for) become the raw JSON text of what the model sent, surrogates escaped: the loop then
+    answers the model with an error it can act on instead of running the tool.
+    """
+    text = without_surrogates(response.text) if response.text is not None else None
+    calls = tuple(_journalable_call(call) for call in response.tool_calls)
+    same_calls = all(a is b for a, b in zip(calls, response.tool_calls, strict=True))
+    if text == response.text and same_calls:
+        return response
+    return dataclasses.replace(response, text=text, tool_calls=calls)
+
+
+def _journalable_call(call: ToolCall) -> ToolCall:
+    arguments = call.arguments
+    if not isinstance(arguments, str):
+        try:
+            strict = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            strict = None
+        if strict is None or _SURROGATE.search(strict):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=repr)
+    if isinstance(arguments, str):
+        arguments = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", arguments)
+    name, identifier = without_surrogates(call.name), without_surrogates(call.id)
+    if (identifier, name, arguments) == (call.id, call.name, call.arguments):
+        return call
+    return ToolCall(identifier, name, arguments)

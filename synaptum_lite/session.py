@@ -18,7 +18,7 @@ from .errors import ConfigurationError, NothingToResolve
 from .events import ApprovalStep, Phase, Step, ToolStep
 from .gateway import Gateway
 from .journal import Checkpointer, load_events
-from .messages import ToolResult
+from .messages import ToolResult, lone_surrogate
 from .replay import StepHistory, index
 from .tools import to_result_text
 
@@ -73,6 +73,7 @@ class Session:
     def __post_init__(self) -> None:
         if not isinstance(self.run_id, str) or not self.run_id:
             raise ConfigurationError(f"run_id must be a non-empty string, got {self.run_id!r}")
+        _check_text("run_id", self.run_id)
 
     async def record_result(self, step_id: str, result: Any, *, by: str) -> None:
         """Record what an uncertain tool step returned, as found out by `by` (a person).
@@ -80,9 +81,16 @@ class Session:
         The resumed run treats it as the step's result and never runs the tool.
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
+        _check_text("by", by)
+        try:
+            result_text = ToolResult(to_result_text(result))
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"run {self.run_id!r}, step {step_id}: the result {result!r} cannot be "
+                f"journaled ({exc}); record str, a JSON value or a dataclass"
+            ) from None
         async with self.checkpointer.hold(self.run_id):
             pending = await self._uncertain(step_id)
-            result_text = ToolResult(to_result_text(result))
             decision = {"action": "record", "by": by}
             await self._append(
                 replace(pending, phase=Phase.COMPLETED, result=result_text, decision=decision)
@@ -93,6 +101,7 @@ class Session:
 
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
+        _check_text("by", by)
         async with self.checkpointer.hold(self.run_id):
             pending = await self._uncertain(step_id)
             decision = {"action": "retry", "by": by}
@@ -108,6 +117,8 @@ class Session:
         and a later decision supersedes this one. Raises `NothingToResolve` when the step is
         not an approval request waiting for a decision.
         """
+        _check_text("by", by)
+        _check_text("note", note)
         async with self.checkpointer.hold(self.run_id):
             history = await self._history(step_id)
             request = history.attempted if history is not None else None
@@ -144,3 +155,14 @@ class Session:
 
     async def _append(self, event: Step) -> None:
         await self.checkpointer.append(self.run_id, [event])
+
+
+def _check_text(name: str, value: str) -> None:
+    """Refuse text a journal cannot keep, before anything is run, paid or written."""
+    at = lone_surrogate(value) if isinstance(value, str) else None
+    if at is not None:
+        raise ConfigurationError(
+            f"{name} {value!r} holds {value[at]!r} at index {at}, half of a surrogate pair and "
+            "not a character, which a journal cannot keep (UTF-8 has no form for it); pass "
+            "it as text (join a split surrogate pair, or put U+FFFD in its place)"
+        )

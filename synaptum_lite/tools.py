@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .errors import InvalidToolCall, ToolDefinitionError
-from .messages import ToolSpec
+from .messages import ToolSpec, lone_surrogate
 
 
 class Risk(enum.IntEnum):
@@ -79,6 +79,12 @@ class Tool:
 
         Raises `InvalidToolCall` naming the first problem found.
         """
+        if isinstance(arguments, str):  # the model's text, kept because it could not be read
+            raise InvalidToolCall(
+                self.name,
+                f"arguments must be a JSON object, got {arguments!r}, which is not one "
+                f"({_json_problem(arguments)})",
+            )
         if not isinstance(arguments, dict):
             raise InvalidToolCall(self.name, f"arguments must be a JSON object, got {arguments!r}")
         properties = self.parameters["properties"]
@@ -334,10 +340,40 @@ def to_result_text(value: Any) -> str:
     """The text a tool's return value becomes in the context window.
 
     Strings pass as they are; dataclasses and JSON values become compact JSON.
-    Raises `TypeError` for anything else (the caller names the step).
+    Raises `TypeError` for anything else, and `ValueError` for what a journal cannot keep
+    (NaN or an infinite float, a surrogate code point in the text); the caller names the step.
     """
-    if isinstance(value, str):
-        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        )
+    except ValueError:
+        raise ValueError("it holds NaN or an infinite number, which JSON has no form for") from None
+    at = lone_surrogate(text)
+    if at is not None:
+        raise ValueError(
+            f"it holds {text[at]!r} at index {at}, half of a surrogate pair and not a "
+            "character, which UTF-8 has no form for"
+        )
+    return text
+
+
+def _json_problem(text: str) -> str:
+    """Why the model's argument text is not a JSON object, in words the model can act on."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON number")
+
+    try:
+        value = json.loads(text, parse_constant=refuse)
+    except ValueError as exc:
+        return str(exc)
+    decoded = json.dumps(value, ensure_ascii=False)
+    at = lone_surrogate(decoded)
+    if at is not None:
+        return f"it holds {decoded[at]!r}, half of a surrogate pair and not a character"
+    return f"it is a JSON {type(value).__name__}"

@@ -14,11 +14,16 @@ from synaptum_lite import (
     CorruptJournal,
     MemoryCheckpointer,
     NotAJournal,
+    Risk,
     Session,
     SqliteCheckpointer,
+    ToolResultNotSerializable,
+    ToolStep,
     UnsupportedFormat,
+    load_events,
+    tool,
 )
-from synaptum_lite.testing import ScriptedGateway, says
+from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from .conftest import run
 
@@ -118,3 +123,85 @@ def test_a_damaged_run_header_names_the_run(tmp_path: Path):
         run(SqliteCheckpointer(path).load("r"))
     assert (error.value.run_id, error.value.seq) == ("r", None)
     assert "the run's header cannot be decoded" in str(error.value)
+
+
+# ── what a journal cannot keep (a surrogate code point, NaN): refused or made keepable ─────────
+
+HALF = "\ud83d"  # half of the pair that encodes 😀; a JSON decoder returns it for "\ud83d" alone
+
+
+def test_a_task_holding_half_a_surrogate_pair_is_refused_before_anything_is_paid(tmp_path: Path):
+    gateway = ScriptedGateway([says("hecho")])
+    store = SqliteCheckpointer(tmp_path / "runs.db")
+    agent = Agent("a", model="m", instructions="i")
+    with pytest.raises(ConfigurationError) as error:
+        run(_consume(agent.run(f"saluda {HALF}", session=Session("r", gateway, store))))
+    assert "the task holds '\\ud83d' at index 7, half of a surrogate pair" in str(error.value)
+    assert "nothing was run or paid" in str(error.value)
+    assert gateway.model_calls == 0
+    assert run(store.load("r")).header is None
+
+
+def test_a_run_id_or_an_agent_holding_half_a_surrogate_pair_is_refused_at_once():
+    with pytest.raises(ConfigurationError, match=r"run_id 'r\\ud83d' holds '\\ud83d' at index 1"):
+        Session(f"r{HALF}", ScriptedGateway([]), MemoryCheckpointer())
+    with pytest.raises(ConfigurationError, match="instructions or a tool's description holds"):
+        Agent("a", model="m", instructions=f"Saluda {HALF}")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (f"hola {HALF}", "it holds '\\ud83d' at index 5, half of a surrogate pair"),
+        ({"saldo": float("nan")}, "it holds NaN or an infinite number"),
+    ],
+    ids=["surrogate", "nan"],
+)
+def test_a_tool_result_a_journal_cannot_keep_is_a_clear_error_naming_why(
+    tmp_path: Path, value: object, problem: str
+):
+    @tool(risk=Risk.READ, idempotent=True)
+    def consultar(cuenta: str) -> object:
+        """Consulta."""
+        return value
+
+    store = SqliteCheckpointer(tmp_path / "runs.db")
+    gateway = ScriptedGateway([calls("consultar", cuenta="ES91"), says("nunca")])
+    agent = Agent("a", model="m", instructions="i", tools=[consultar])
+    with pytest.raises(ToolResultNotSerializable) as error:
+        run(_consume(agent.run("t", session=Session("r", gateway, store))))
+    assert (error.value.step_id, error.value.tool) == ("000001-tool", "consultar")
+    assert problem in str(error.value)
+    assert gateway.model_calls == 1  # the next turn was not paid
+    kept = [(e.step_id, e.phase.value) for e in run(load_events(store, "r"))]
+    assert kept == [
+        ("000000-model", "attempted"),
+        ("000000-model", "completed"),
+        ("000001-tool", "attempted"),
+    ]
+
+
+def test_nan_in_paid_tool_arguments_is_journaled_and_the_model_is_told(tmp_path: Path):
+    runs = []
+
+    @tool(risk=Risk.HARD_WRITE)
+    def transferir(importe: float) -> str:
+        """Transfiere."""
+        runs.append(importe)
+        return "hecho"
+
+    store = SqliteCheckpointer(tmp_path / "runs.db")
+    gateway = ScriptedGateway([calls("transferir", importe=float("nan")), says("no pude")])
+    agent = Agent("a", model="m", instructions="i", tools=[transferir])
+    steps = run(_consume(agent.run("t", session=Session("r", gateway, store))))
+    assert steps[-1].output == "no pude" and runs == []
+    results = [s.result for s in steps if isinstance(s, ToolStep) and s.result is not None]
+    assert results[0].is_error
+    assert "got '{\"importe\": NaN}', which is not one (NaN is not a JSON number)" in (
+        results[0].content
+    )
+    again = ScriptedGateway([])
+    assert run(_consume(agent.run("t", session=Session("r", again, store))))[-1].output == (
+        "no pude"
+    )
+    assert again.model_calls == 0

@@ -175,6 +175,40 @@ async def stream_endless(ex: Exchange) -> None:
     await ex.end_sse()
 
 
+async def nan_arguments_then_sorry(ex: Exchange) -> None:
+    """First turn: arguments with NaN, which Python's json.loads accepts; then an apology."""
+    if ex.number == 1:
+        await ex.send_json(200, completion(tool_call_message('{"cuenta": NaN}')))
+    else:
+        await ex.send_json(200, completion({"role": "assistant", "content": "Lo siento."}))
+
+
+async def infinite_object_arguments_then_sorry(ex: Exchange) -> None:
+    """First turn: the arguments sent as an object holding Infinity; then an apology."""
+    if ex.number == 1:
+        message = tool_call_message("")
+        message["tool_calls"][0]["function"]["arguments"] = {"cuenta": float("inf")}
+        await ex.send_json(200, completion(message))
+    else:
+        await ex.send_json(200, completion({"role": "assistant", "content": "Lo siento."}))
+
+
+async def lone_surrogate(ex: Exchange) -> None:
+    """Half of a surrogate pair, escaped, alone: JSON decoders return it as a code point."""
+    await ex.send_json(200, completion({"role": "assistant", "content": "Hola \ud83d"}))
+
+
+async def stream_split_surrogate_pair(ex: Exchange) -> None:
+    """An emoji sent as two escapes, in two SSE events (as a server cutting tokens does)."""
+    await ex.start_sse()
+    await ex.send_event(chunk({"role": "assistant", "content": "Hola "}))
+    await ex.send_event('{"choices": [{"index": 0, "delta": {"content": "\\ud83d"}}]}')
+    await ex.send_event('{"choices": [{"index": 0, "delta": {"content": "\\ude00 adi"}}]}')
+    await ex.send_event(chunk({"content": "ós"}, "stop"))
+    await ex.send_event("[DONE]")
+    await ex.end_sse()
+
+
 SCENARIOS = {
     name: function
     for name, function in globals().items()

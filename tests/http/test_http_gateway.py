@@ -26,6 +26,7 @@ from synaptum_lite import (  # noqa: E402
     SqliteCheckpointer,
     ToolCall,
     Usage,
+    load_events,
     tool,
 )
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
@@ -379,3 +380,63 @@ def test_a_base_url_with_credentials_is_never_printed_with_them() -> None:
 )
 def test_retry_after_is_read_as_seconds(header: str | None, seconds: float | None) -> None:
     assert _retry_after(header) == seconds
+
+
+# ── answers a journal could not keep as they came ──────────────────────────────────────────────
+
+
+def journal_of(tmp_path: Path) -> list[Any]:
+    return asyncio.run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "run-1"))
+
+
+@pytest.mark.parametrize(
+    ("scenario", "raw"),
+    [
+        ("nan_arguments_then_sorry", '{"cuenta": NaN}'),
+        ("infinite_object_arguments_then_sorry", '{"cuenta": Infinity}'),
+    ],
+)
+def test_nan_or_infinity_in_paid_arguments_is_journaled_and_told_to_the_model(
+    server: FaultServer, tmp_path: Path, scenario: str, raw: str
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    model = gateway(server, scenario)
+
+    final = run_agent(model, tmp_path)
+
+    assert final.text == "Lo siento."
+    assert model.model_calls == 2 and RUNS["consultar_saldo"] == 0
+    told = server.last(scenario).body["messages"][3]
+    assert told["role"] == "tool"
+    assert f"got {raw!r}, which is not one" in told["content"]
+    assert "is not a JSON number" in told["content"]
+    calls = [e.response.tool_calls for e in journal_of(tmp_path) if getattr(e, "response", None)]
+    assert calls[0][0].arguments == raw  # what the model sent, kept as its text
+    # journaled, so paid once: the run is closed, and running it again pays nothing
+    again = gateway(server, scenario)
+    assert run_agent(again, tmp_path).text == "Lo siento." and again.model_calls == 0
+
+
+def test_a_lone_surrogate_in_a_paid_answer_is_journaled_as_the_replacement_character(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    final = run_agent(gateway(server, "lone_surrogate"), tmp_path)
+
+    assert final.text == "Hola \ufffd"
+    again = gateway(server, "lone_surrogate")
+    assert run_agent(again, tmp_path).text == "Hola \ufffd" and again.model_calls == 0
+
+
+def test_a_surrogate_pair_split_across_two_sse_events_is_joined(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    items = stream(server, "stream_split_surrogate_pair")
+
+    assert items[:-1] == ["Hola ", "😀 adi", "ós"]
+    assert items[-1].text == "Hola 😀 adiós"
+
+    final = run_agent(gateway(server, "stream_split_surrogate_pair"), tmp_path, streaming=True)
+    assert final.text == "Hola 😀 adiós"
+    assert [e.response.text for e in journal_of(tmp_path) if getattr(e, "response", None)] == [
+        "Hola 😀 adiós"
+    ]
