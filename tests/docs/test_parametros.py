@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from scripts.kernel import MODEL_VARIABLE_PREFIXES
-from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, property_notebooks
+from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, how_to_run, property_notebooks
 
 #: The cell every notebook runs right after its `parameters` cell.
 VALIDATION_CELL = "comprobar-parametros"
@@ -262,23 +262,26 @@ def test_every_notebook_has_a_case_that_runs_and_one_that_refuses(path) -> None:
         assert set(case.parameters) <= names, f"{case.id}: not a parameter of {path.name}"
 
 
-@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
-def test_the_page_shows_the_papermill_command_this_test_runs(path) -> None:
-    text = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "markdown")
-    command = text.split("```bash\nuv run --group lab papermill", 1)[1].split("```", 1)[0]
-    arguments = shlex.split(command.replace("\\\n", " "))
-    relative = path.relative_to(REPO).as_posix()
-    assert arguments == ["--cwd", "notebooks/propiedades", "--log-output", relative, "salida.ipynb"]
+def page_command(path: Path, output: Path) -> list[str]:
+    """The papermill command the page's *Cómo correrlo* shows, writing to `output`."""
+    (command,) = (c for c in how_to_run(path) if " papermill " in c)
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:5] == ["uv", "run", "--group", "lab", "papermill"], words
+    return [word if word != "salida.ipynb" else str(output) for word in words[4:]]
 
 
-def test_the_command_line_ends_with_the_message_when_a_value_is_refused(tmp_path) -> None:
-    """The learner's command, in a shell: papermill prints its own traceback, and the last
-    line says which parameter, which value and what the notebook accepts."""
-    path = notebook("10").relative_to(REPO).as_posix()
-    salida = tmp_path / "salida.ipynb"
-    command = f"papermill --cwd notebooks/propiedades --log-output {path} {salida}"
+def test_the_cases_run_in_the_folder_the_page_command_names() -> None:
+    words = page_command(notebook("01"), Path("salida.ipynb"))
+    assert REPO / words[words.index("--cwd") + 1] == PROPERTY_NOTEBOOKS
+
+
+def test_the_page_command_ends_with_the_message_when_a_value_is_refused(tmp_path) -> None:
+    """The learner's command, as the page shows it, with `-p retry_after 60`: papermill prints
+    its own traceback, and the last line says which parameter, which value and what the
+    notebook accepts."""
+    command = page_command(notebook("10"), tmp_path / "salida.ipynb")
     result = subprocess.run(
-        [sys.executable, "-m", *shlex.split(command), "-p", "retry_after", "60"],
+        [sys.executable, "-m", *command, "-p", "retry_after", "60"],
         cwd=REPO,
         capture_output=True,
         text=True,
