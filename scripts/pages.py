@@ -784,10 +784,9 @@ NOT_QUOTES: tuple[tuple[str, str, str], ...] = (
 _LOOKS_LIKE_OUTPUT = re.compile(r"(?:modelo|herramienta|herram\.) ×\d+|\b\d+ eventos\b")
 
 
-def quote_problems(page: Path, text: str) -> list[str]:
-    """Citations of notebook output on a Markdown page that disagree with, or do not come
-    from, the notebook's block."""
-    name = relative(page)
+def quote_problems(name: str, text: str) -> list[str]:
+    """Citations of notebook output on the Markdown page `name` (`docs/conceptos.md`) that
+    disagree with, or do not come from, the notebook's block."""
     problems, covered = [], []
     for quote in (q for q in QUOTED_OUTPUTS if q.page == name):
         block = expected_block(read_notebook(REPO / quote.notebook)).text
@@ -822,4 +821,35 @@ def quote_problems(page: Path, text: str) -> list[str]:
                 f"{name} line {line} shows «{match.group()}», which looks like notebook output "
                 "typed by hand: register it in scripts/pages.py QUOTED_OUTPUTS against its block"
             )
+    return problems
+
+
+# ── The text of a page, every check of its words at once ─────────────────────
+
+
+def text_problems(name: str, markdown: str, code: str = "", *, markdown_page: bool) -> list[str]:
+    """What the Markdown of a page (`name`, as the repository names it) gets wrong about the
+    package, the environment, and the code and output it shows; one message per problem.
+
+    `code` is the page's own code (a notebook's code cells); `markdown_page` adds the checks of
+    `docs/*.md` pages: Python included from files that run, and quoted output.
+    """
+    problems = []
+    missing = unknown_names(markdown, code)
+    missing += unknown_names_in_fences(markdown, code) + example_names_in_spans(markdown)
+    if missing:
+        problems.append(f"{name} names what synaptum_lite does not have: {missing}")
+    variables = unknown_variables(markdown + "\n" + code)
+    if variables:
+        problems.append(
+            f"{name} names environment variables that nothing reads: {variables} "
+            "(the rule is in scripts/pages.py, known_variables)"
+        )
+    if markdown_page:
+        for line in unrun_python_fences(markdown):
+            problems.append(
+                f"{name} line {line} shows ```python typed on the page, not code that runs: "
+                'include it from a test with --8<-- "tests/…/test_….py:section"'
+            )
+        problems.extend(quote_problems(name, markdown))
     return problems

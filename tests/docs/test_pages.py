@@ -19,22 +19,17 @@ from scripts.pages import (
     REPO,
     UPDATE_COMMAND,
     dumps,
-    example_names_in_spans,
     expected_block,
     mismatch,
     page_problems,
     page_url,
     property_notebooks,
-    quote_problems,
     read_notebook,
     relative,
     source_of,
     stored_form,
+    text_problems,
     title_of,
-    unknown_names,
-    unknown_names_in_fences,
-    unknown_variables,
-    unrun_python_fences,
 )
 from scripts.site import broken_links, nav_pages, nav_titles, page_html, rendered_block
 
@@ -150,59 +145,28 @@ def test_property_pages_are_notebooks_not_markdown_copies() -> None:
     assert copies == [], "property pages live in notebooks/propiedades/*.ipynb only"
 
 
-@pytest.mark.parametrize(
-    "path", NOTEBOOKS_UNDER_TEST + MARKDOWN_PAGES, ids=lambda path: relative(path)
-)
-def test_backticked_names_exist_in_the_package(path: Path) -> None:
+PAGES_WITH_TEXT = NOTEBOOKS_UNDER_TEST + MARKDOWN_PAGES + [REPO / "README.md"]
+
+
+@pytest.mark.parametrize("path", PAGES_WITH_TEXT, ids=lambda path: relative(path))
+def test_the_words_of_a_page_name_what_exists_and_show_what_runs(path: Path) -> None:
+    """Backticked and fenced names of the package exist, environment variables are read by
+    something, and a Markdown page's Python and quoted output come from what runs (the rules
+    are in scripts/pages.py, `text_problems`)."""
     if path.suffix == ".ipynb":
-        notebook = read_notebook(path)
-        cells = notebook["cells"]
+        cells = read_notebook(path)["cells"]
         markdown = "\n\n".join(source_of(c) for c in cells if c["cell_type"] == "markdown")
         code = "\n\n".join(source_of(c) for c in cells if c["cell_type"] == "code")
     else:
         markdown, code = path.read_text(encoding="utf-8"), ""
-    missing = unknown_names(markdown, code)
-    missing += unknown_names_in_fences(markdown, code) + example_names_in_spans(markdown)
-    assert missing == [], f"{relative(path)} names what synaptum_lite does not have: {missing}"
-
-
-PAGES_WITH_TEXT = NOTEBOOKS_UNDER_TEST + MARKDOWN_PAGES + [REPO / "README.md"]
-
-
-def page_text(path: Path) -> str:
-    if path.suffix == ".ipynb":
-        return "\n\n".join(source_of(cell) for cell in read_notebook(path)["cells"])
-    return path.read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize("path", PAGES_WITH_TEXT, ids=lambda path: relative(path))
-def test_every_environment_variable_a_page_names_is_one_something_reads(path: Path) -> None:
-    unknown = unknown_variables(page_text(path))
-    assert unknown == [], (
-        f"{relative(path)} names environment variables that nothing reads: {unknown} "
-        "(the rule is in scripts/pages.py, known_variables)"
-    )
+    problems = text_problems(relative(path), markdown, code, markdown_page=path.parent == DOCS)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 @by_name
 def test_the_page_shows_output_in_its_block_only(path: Path) -> None:
     problems = page_problems(path, read_notebook(path))
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
-
-
-@pytest.mark.parametrize("path", MARKDOWN_PAGES, ids=lambda path: relative(path))
-def test_python_on_a_markdown_page_is_included_from_a_file_that_runs(path: Path) -> None:
-    lines = unrun_python_fences(path.read_text(encoding="utf-8"))
-    assert lines == [], (
-        f"{relative(path)} shows ```python typed on the page (block at line(s) {lines}), not "
-        'code that runs: include it with --8<-- "tests/…/test_….py:section"'
-    )
-
-
-@pytest.mark.parametrize("path", MARKDOWN_PAGES, ids=lambda path: relative(path))
-def test_output_quoted_on_a_markdown_page_is_its_notebook_block(path: Path) -> None:
-    problems = quote_problems(path, path.read_text(encoding="utf-8"))
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 
