@@ -12,15 +12,23 @@ Failures are classified once, here, into `ProviderError`:
 
 Retrying is the loop's job (`Session.retry`), never this module's. The API key is sent in one
 header and nowhere else: it is not an attribute a `repr` shows, and every message this module
-builds passes through `_redact`, so neither an error, a log line nor a journal can carry it.
+builds passes through `_redact` before it is cut, so neither an error, a log line nor a journal
+can carry it, whole or in part, raw or escaped (JSON `\\u002d`, URL `%2D`, HTML `&#45;`). A
+password in the base URL (`https://user:password@host/v1`) is sent as Basic auth, never as
+part of a URL, and is redacted the same way; the log lines of httpx and httpcore that this
+module causes pass through the same redaction (`_RedactSecrets`).
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
+import logging
 import os
+import re
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,9 +98,17 @@ class OpenAICompatibleGateway(LocalGateway):
         self.base_url = _without_userinfo(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._url = self.base_url + "/chat/completions"
         self._api_key = api_key or None
+        self._auth = _userinfo(base_url)
         self._transport = transport
+        secrets = [self._api_key] if self._api_key else []
+        if self._auth is not None:
+            user, password = self._auth
+            basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+            secrets += [password, urllib.parse.quote(password, safe=""), basic]
+        self._secrets = _secret_patterns(secrets)
+        _RedactSecrets.install(self._secrets)
 
     @classmethod
     def from_env(
@@ -198,6 +214,7 @@ class OpenAICompatibleGateway(LocalGateway):
             headers["Authorization"] = f"Bearer {self._api_key}"
         return httpx.AsyncClient(
             headers=headers,
+            auth=self._auth,
             timeout=httpx.Timeout(self.timeout, connect=10.0),
             transport=self._transport,
         )
@@ -234,14 +251,17 @@ class OpenAICompatibleGateway(LocalGateway):
     # ── errors ──────────────────────────────────────────────────────────────────────────────
 
     def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return text
+        """`text` with every secret of this gateway, in any form it can take, redacted.
+
+        Called on whole texts, before anything is cut: a secret cut in two is no longer
+        recognisable, and its first half would show.
+        """
+        return _redact(text, self._secrets)
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
         retryable = status in (408, 429) or status >= 500
-        detail = _error_detail(response.text)
+        detail = _error_detail(self._redact(response.text))
         hint = {
             401: "; check SYNAPTUM_API_KEY (the server refused the key, or none was sent)",
             403: "; the key is valid but not allowed to use this model or endpoint",
@@ -263,7 +283,7 @@ class OpenAICompatibleGateway(LocalGateway):
 
     def _protocol_error(self, what: str, raw: str) -> ProviderError:
         message = (
-            f"the model server at {self.base_url} {what}: {_excerpt(raw)!r}; "
+            f"the model server at {self.base_url} {what}: {_excerpt(self._redact(raw))!r}; "
             "is SYNAPTUM_BASE_URL an OpenAI-compatible API root?"
         )
         return ProviderError(self._redact(message), retryable=False)
@@ -272,7 +292,7 @@ class OpenAICompatibleGateway(LocalGateway):
         status = error.get("code") if isinstance(error, dict) else None
         status = status if isinstance(status, int) else None
         retryable = status is not None and (status == 429 or status >= 500)
-        detail = _error_detail(json.dumps({"error": error}))
+        detail = _error_detail(self._redact(json.dumps({"error": error})))
         message = f"the model server at {self.base_url} failed while streaming: {detail}"
         return ProviderError(self._redact(message), retryable=retryable, status=status)
 
@@ -378,6 +398,82 @@ def _error_detail(text: str) -> str:
 def _excerpt(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + " …"
+
+
+# ── secrets: recognised in every form a server may echo them, and kept out of log lines ──────
+
+
+def _userinfo(url: str) -> tuple[str, str] | None:
+    """The `user:password` of a URL, decoded, or None when it has none."""
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0]
+    if not sep or "@" not in authority:
+        return None
+    user, _, password = authority.rsplit("@", 1)[0].partition(":")
+    return urllib.parse.unquote(user), urllib.parse.unquote(password)
+
+
+def _secret_patterns(secrets: Iterable[str]) -> tuple[re.Pattern[str], ...]:
+    """A pattern per secret matching it raw or with any of its characters escaped: JSON
+    (`\\u002d`, `\\/`, doubly escaped too), URL (`%2D`, `%252D`, `+`) or HTML (`&#45;`,
+    `&#x2d;`), hex in either case. Secrets shorter than 4 characters are not redacted: they
+    would match ordinary words."""
+    patterns = []
+    for secret in dict.fromkeys(s for s in secrets if s and len(s) >= 4):
+        patterns.append(re.compile("".join(_any_form(c) for c in secret)))
+    return tuple(sorted(patterns, key=lambda p: -len(p.pattern)))
+
+
+def _any_form(char: str) -> str:
+    def hexes(value: int, width: int) -> str:
+        return "".join(f"[{d.lower()}{d.upper()}]" for d in f"{value:0{width}x}")
+
+    forms = [re.escape(char), r"\\+u" + hexes(ord(char), 4) if ord(char) < 0x10000 else ""]
+    forms.append("".join("%(?:25)*" + hexes(byte, 2) for byte in char.encode()))
+    forms.append(f"&#0*{ord(char)};")
+    forms.append(f"&#[xX]0*{hexes(ord(char), 1)};")
+    if char == "/":
+        forms.append(r"\\+/")
+    if char == " ":
+        forms.append(r"\+")
+    return "(?:" + "|".join(f for f in forms if f) + ")"
+
+
+def _redact(text: str, patterns: Iterable[re.Pattern[str]]) -> str:
+    for pattern in patterns:
+        text = pattern.sub("[redacted]", text)
+    return text
+
+
+class _RedactSecrets(logging.Filter):
+    """Redacts the secrets of every gateway built in this process from the log records of
+    the HTTP libraries it uses (a server may echo a key in a header httpcore logs)."""
+
+    LOGGERS = ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2")
+    LOGGERS += ("httpcore.proxy", "httpcore.socks")
+    _installed: _RedactSecrets | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patterns: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def install(cls, patterns: tuple[re.Pattern[str], ...]) -> None:
+        if not patterns:
+            return
+        if cls._installed is None:
+            cls._installed = cls()
+            for name in cls.LOGGERS:
+                logging.getLogger(name).addFilter(cls._installed)
+        known = cls._installed.patterns
+        cls._installed.patterns = known + tuple(p for p in patterns if p not in known)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _redact(message, self.patterns)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
 
 
 def _without_userinfo(url: str) -> str:

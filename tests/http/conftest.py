@@ -209,6 +209,12 @@ async def stream_split_surrogate_pair(ex: Exchange) -> None:
     await ex.end_sse()
 
 
+async def echoes_the_key_in_a_header(ex: Exchange) -> None:
+    """Answers well, and echoes the credential in a response header (httpcore logs those)."""
+    echoed = {"X-Echo": ex.headers.get("authorization", "")}
+    await ex.send_json(200, completion({"role": "assistant", "content": "Hola."}), echoed)
+
+
 SCENARIOS = {
     name: function
     for name, function in globals().items()

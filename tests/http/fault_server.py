@@ -42,6 +42,16 @@ class Exchange:
         self.writer.write(data)
         await self.writer.drain()
 
+    async def send_text(
+        self, status: int, text: str, headers: dict[str, str] | None = None
+    ) -> None:
+        """A body written exactly as given (escapes and all), as a careless server writes it."""
+        data = text.encode()
+        head = {"Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(data))}
+        self._head(status, {**head, **(headers or {})})
+        self.writer.write(data)
+        await self.writer.drain()
+
     async def start_sse(self) -> None:
         self._head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
         await self.writer.drain()

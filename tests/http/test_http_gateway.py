@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import socket
 import traceback
@@ -440,3 +441,88 @@ def test_a_surrogate_pair_split_across_two_sse_events_is_joined(
     assert [e.response.text for e in journal_of(tmp_path) if getattr(e, "response", None)] == [
         "Hola 😀 adiós"
     ]
+
+
+# ── the key, however a server echoes it ────────────────────────────────────────────────────────
+
+SECRET = KEY.removeprefix("sk-synaptum-test-")  # the part of the key that is secret
+
+
+def escaped(text: str, form: str) -> str:
+    if form == "json_dash":
+        return text.replace("-", "\\u002d")
+    if form == "json_all":
+        return "".join(f"\\u{ord(c):04X}" for c in text)
+    if form == "url":
+        return "".join(c if c.isalnum() else f"%{ord(c):02X}" for c in text)
+    if form == "url_all_lower":
+        return "".join(f"%{ord(c):02x}" for c in text)
+    if form == "html":
+        return "".join(f"&#{ord(c)};" for c in text)
+    return text
+
+
+def windows(text: str, size: int = 6) -> list[str]:
+    return [text[i : i + size] for i in range(len(text) - size + 1)]
+
+
+@pytest.mark.parametrize(
+    ("form", "body"),
+    [
+        # the key straddles the 300-character cut of the quoted body
+        ("raw", '{"error": {"message": "' + "x" * 257 + ' Invalid API key: {key}"}}'),
+        ("json_dash", '{"detail": "Invalid API key: {key}"}'),  # not the usual error shape
+        ("json_all", '{"detail": "Invalid API key: {key}"}'),
+        ("url", "refused: https://api.example/v1?key={key}"),
+        ("url_all_lower", "refused: key={key}"),
+        ("html", "<p>Invalid API key: {key}</p>"),
+    ],
+    ids=["raw-across-the-cut", "json-dash", "json-all", "url", "url-all-lower", "html"],
+)
+def test_the_key_is_redacted_before_the_body_is_cut_in_every_form_it_is_echoed(
+    server: FaultServer, form: str, body: str
+) -> None:
+    echoed = escaped(KEY, form)
+
+    async def echo(ex: Any) -> None:
+        await ex.send_text(401, body.replace("{key}", echoed))
+
+    server.scenarios[f"echo_{form}"] = echo
+    error = failure(server, f"echo_{form}")
+
+    seen = shown(error)
+    assert "[redacted]" in str(error)
+    assert not [w for w in windows(escaped(SECRET, form)) if w in seen], seen
+
+
+@pytest.mark.parametrize("level", [logging.INFO, logging.DEBUG], ids=["info", "debug"])
+def test_a_password_in_the_base_url_is_sent_as_basic_auth_and_shows_in_no_log_or_error(
+    server: FaultServer, caplog: pytest.LogCaptureFixture, level: int
+) -> None:
+    caplog.set_level(level)
+    password = "pw-" + SECRET
+    basic = base64.b64encode(f"ana:{password}".encode()).decode()
+    url = server.url("tool_call").replace("http://", f"http://ana:{password}@")
+
+    asyncio.run(OpenAICompatibleGateway(url).complete(request()))
+    with pytest.raises(ProviderError) as refused:  # this server echoes the credential
+        asyncio.run(
+            OpenAICompatibleGateway(url.replace("tool_call", "unauthorized")).complete(request())
+        )
+
+    assert server.last("tool_call").headers["authorization"] == f"Basic {basic}"  # it was sent
+    assert "HTTP Request: POST http://127.0.0.1:" in caplog.text  # the line httpx logs
+    seen = caplog.text + shown(refused.value)
+    assert not [w for w in windows(SECRET) if w in seen]
+    assert basic not in seen and basic[:12] not in seen
+
+
+def test_a_key_echoed_in_a_response_header_shows_in_no_debug_log_line(
+    server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    complete(server, "echoes_the_key_in_a_header")
+
+    assert "X-Echo" in caplog.text  # httpcore logged the response headers
+    assert not [w for w in windows(SECRET) if w in caplog.text]
