@@ -184,8 +184,8 @@ def valida_carpeta(carpeta: object, *, crea: Sequence[str]) -> None:
         raise ParametroInvalido(
             "carpeta",
             carpeta,
-            f"None o una carpeta sin {', '.join(crea)}; esta ya tiene {', '.join(ya)} de otra "
-            "ejecución, y el cuaderno la reanudaría en vez de empezar (bórralo o usa otra carpeta)",
+            f"None o una carpeta sin {', '.join(crea)}; esta ya tiene {', '.join(ya)}, de otra "
+            "ejecución, y el cuaderno lo mezclaría con lo suyo: bórralo o usa otra carpeta",
         )
 
 
@@ -206,9 +206,8 @@ def valida_run_ids(**run_ids: object) -> None:
     primero: dict[object, str] = {}
     for nombre, valor in run_ids.items():
         if valor in primero:
-            raise ParametroInvalido(
-                nombre, valor, f"un run_id distinto de {primero[valor]}: son dos runs distintos"
-            )
+            otro = primero[valor]
+            raise ParametroInvalido(nombre, valor, f"un run_id distinto de {otro}: son dos runs")
         primero[valor] = nombre
 
 
