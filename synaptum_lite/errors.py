@@ -7,6 +7,7 @@
     │   ├── NotAJournal                the file is not a synaptum_lite journal
     │   ├── UnsupportedFormat          written by a newer format version
     │   ├── CorruptJournal             a record that cannot be decoded
+    │   ├── LockFailed                 the store cannot lock a run (not because it is held)
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
@@ -90,15 +91,32 @@ class CorruptJournal(JournalError):
         )
 
 
+class LockFailed(JournalError):
+    """The store could not lock a run for a reason other than another driver holding it."""
+
+    def __init__(self, location: str, run_id: str, cause: str) -> None:
+        self.location = location
+        self.run_id = run_id
+        self.cause = cause
+        super().__init__(
+            f"cannot lock run {run_id!r} in {location}: {cause}; nothing was run. The lock "
+            "needs a local file system that supports file locks (not NFS without a lock "
+            "service) and a file this process may open"
+        )
+
+
 class StoreUnavailable(JournalError):
     """The store cannot be reached; what was appended before stays appended."""
+
+    condition = "is unavailable"
+    remedy = "run the agent again with the same run_id once it is back"
 
     def __init__(self, location: str, detail: str) -> None:
         self.location = location
         self.detail = detail
         super().__init__(
-            f"the journal store {location} is unavailable ({detail}); every event appended "
-            "before this is kept: run the agent again with the same run_id once it is back"
+            f"the journal store {location} {self.condition} ({detail}); every event appended "
+            f"before this is kept: {self.remedy}"
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -87,12 +88,24 @@ async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
 # ── one driver per run, inside this process ────────────────────────────────────────────────
 #
 # A generator abandoned mid-iteration (`break`, an exception in the consumer) still holds its
-# run until Python finalizes it, which the event loop does a few iterations later. Before
-# answering "busy" for a run held in *this* process, give those finalizers their turns, and
-# wait for a release that has already begun (a server-side lock needs a round trip).
+# run until Python finalizes it, which its event loop does a few iterations later. Before
+# answering "busy" for a run held by *the same event loop*, give those finalizers their turns,
+# and wait for a release that has already begun (a server-side lock needs a round trip). A
+# run held by another thread's loop is simply busy: an event loop can only wait for what its
+# own thread will wake it for, so nothing here is ever awaited across loops.
 
-_HELD_HERE: set[tuple[str, str]] = set()
-_RELEASING: dict[tuple[str, str], Any] = {}  # key -> asyncio.Event set when released
+
+@dataclass(eq=False, slots=True)
+class _Holder:
+    """Who holds a run in this process: the event loop driving it, and, once its release has
+    begun, an event of that loop set when the release is done."""
+
+    loop: Any
+    released: Any = None  # asyncio.Event, awaited only from `loop`
+
+
+_HELD_HERE: dict[tuple[str, str], _Holder] = {}
+_HELD_HERE_LOCK = threading.Lock()  # event loops in several threads may share these runs
 _FINALIZER_TURNS = 4
 
 Release = Callable[[], Awaitable[None] | None]
@@ -110,42 +123,42 @@ async def holding(
     `try_acquire` (plain or async) returns a release function (plain or async), or None when
     another driver holds the run. Raises `RunBusy` when the run stays held.
     """
+    import asyncio  # imported here: `import synaptum_lite` stays light
+
+    loop = asyncio.get_running_loop()
     key = (store, run_id)
     release = await _settled(try_acquire())
     turns = 0
-    while release is None and key in _HELD_HERE and turns < _FINALIZER_TURNS:
-        releasing = _RELEASING.get(key)
-        if releasing is not None:
-            await releasing.wait()
+    while release is None and turns < _FINALIZER_TURNS:
+        holder = _HELD_HERE.get(key)
+        if holder is None or holder.loop is not loop:
+            break  # held by another process, or another thread's event loop: busy
+        if holder.released is not None:
+            await holder.released.wait()
         else:
-            await _next_loop_turn()
+            await asyncio.sleep(0)
             turns += 1
         release = await _settled(try_acquire())
     if release is None:
         raise RunBusy(run_id, label)
-    _HELD_HERE.add(key)
+    holder = _Holder(loop)
+    with _HELD_HERE_LOCK:
+        _HELD_HERE[key] = holder
     try:
         yield
     finally:
-        import asyncio  # imported here: `import synaptum_lite` stays light
-
-        released = _RELEASING[key] = asyncio.Event()
+        holder.released = asyncio.Event()
         try:
             await _settled(release())
         finally:
-            _HELD_HERE.discard(key)
-            del _RELEASING[key]
-            released.set()
+            with _HELD_HERE_LOCK:
+                if _HELD_HERE.get(key) is holder:
+                    del _HELD_HERE[key]
+            holder.released.set()
 
 
 async def _settled(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
-
-
-async def _next_loop_turn() -> None:
-    import asyncio  # imported here: `import synaptum_lite` stays light
-
-    await asyncio.sleep(0)
 
 
 class MemoryCheckpointer:
@@ -161,6 +174,7 @@ class MemoryCheckpointer:
         self._keys: dict[str, set[tuple[str, str, int]]] = {}
         self._final: dict[str, Record] = {}
         self._held: set[str] = set()
+        self._holding = threading.Lock()  # event loops in several threads may share the store
 
     def __repr__(self) -> str:
         return "MemoryCheckpointer()"
@@ -201,9 +215,10 @@ class MemoryCheckpointer:
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         def try_acquire() -> Callable[[], None] | None:
-            if run_id in self._held:
-                return None
-            self._held.add(run_id)
+            with self._holding:
+                if run_id in self._held:
+                    return None
+                self._held.add(run_id)
             return lambda: self._held.discard(run_id)
 
         return holding(f"memory:{id(self)}", "an in-memory journal", run_id, try_acquire)

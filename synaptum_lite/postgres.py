@@ -135,7 +135,7 @@ class PostgresCheckpointer:
         )
         self._sql = {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
         self._prepared = False
-        self._shared: _Link | None = None
+        self._shared: dict[asyncio.AbstractEventLoop, _Link] = {}  # one per event loop
         self._idle: list[_Link] = []
         self._held: dict[str, _Link] = {}
         # every open connection; an unclosed checkpointer ends their sessions when collected
@@ -179,12 +179,11 @@ class PostgresCheckpointer:
 
     async def close(self) -> None:
         """Close the connections of runs not held (a later call reopens them)."""
-        links, self._idle = [self._shared, *self._idle], []
-        self._shared = None
+        links, self._idle = [*self._shared.values(), *self._idle], []
+        self._shared = {}
         for link in links:
-            if link is not None:
-                self._links.discard(link)
-                await _close(link)
+            self._links.discard(link)
+            await _close(link)
 
     # ── the lock ──────────────────────────────────────────────────────────────────────────
 
@@ -283,7 +282,8 @@ class PostgresCheckpointer:
                     f"the connection holding run {run_id!r} was lost, and its lock with it",
                 )
             return await self._run(held, work)
-        fresh = self._shared is None or not self._shared.usable()
+        shared = self._shared.get(asyncio.get_running_loop())
+        fresh = shared is None or not shared.usable()
         try:
             return await self._run(await self._shared_link(), work)
         except StoreUnavailable:
@@ -292,16 +292,20 @@ class PostgresCheckpointer:
         return await self._run(await self._shared_link(), work)
 
     async def _shared_link(self) -> _Link:
-        if self._shared is None or not self._shared.usable():
-            if self._shared is not None:
-                self._drop(self._shared)  # lost, or made in an event loop that has ended
-                self._shared = None
+        """This event loop's shared connection. Each loop has its own: a connection belongs to
+        the loop that made it, and threads with loops of their own may share a checkpointer."""
+        loop = asyncio.get_running_loop()
+        for other, link in list(self._shared.items()):
+            if other.is_closed() or (other is loop and not link.usable()):
+                if self._shared.pop(other, None) is link:  # threads may purge at once
+                    self._drop(link)  # lost, or made in an event loop that has ended
+        if loop not in self._shared:
             link = await self._connect()
-            if self._shared is None:
-                self._shared = link
+            if loop not in self._shared:
+                self._shared[loop] = link
             else:  # another call connected meanwhile: this one waits for a hold
                 self._keep_idle(link)
-        return self._shared
+        return self._shared[loop]
 
     async def _run(self, link: _Link, work: Callable[[Any], Awaitable[T]]) -> T:
         async with link.lock:

@@ -7,14 +7,16 @@ is faster and still survives the process being killed, but a power loss may take
 commits. Every call runs in a worker thread, so a commit never stalls other runs sharing the
 event loop.
 
-One driver per run: `hold` takes an open-file-description lock on one byte of `<file>.lock`
-chosen by the run id (on macOS, a `flock` on a file per run in `<file>.locks/`). The kernel
-drops it when its owner dies, so a killed worker never blocks the resume.
+One driver per run: `hold` takes an open-file-description lock on one byte of the journal
+file itself, chosen by the run id, so every name of the file reaches the same lock (on macOS,
+a `flock` on a file per run in `<file>.locks/`). The kernel drops it when its owner dies, so a
+killed worker never blocks the resume.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -24,13 +26,15 @@ import struct
 import threading
 import weakref
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from .errors import (
     ConfigurationError,
     JournalError,
+    LockFailed,
     NotAJournal,
     StoreUnavailable,
     UnsupportedFormat,
@@ -68,17 +72,125 @@ _SCHEMA = (
 )
 _COMPRESS_FROM = 256
 
+# ── one driver per run: a lock on the database file itself ─────────────────────────────────
+#
+# A run's lock is taken on the journal file, not on a file beside it: every name of the file
+# (relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
+# delete. On Linux it is an open-file-description lock on one byte of the file,
+# at an offset chosen by the run id, far above the bytes SQLite locks (512 from 0x40000000):
+# locks past the end of a file are allowed, change nothing in it, and never meet SQLite's.
+#
+# The descriptor that holds these locks must outlive every SQLite connection of this process
+# to the file: closing *any* descriptor of a file drops the POSIX locks the process holds on
+# it, SQLite's own included (its shared lock in WAL mode). So this process opens one
+# descriptor per file (by device and inode), shared by every hold and every connection, and
+# closes it when the last of them ends.
+#
+# Where there are no open-file-description locks (macOS), each run is a `flock` on a file of
+# its own in `<real path>.locks/`: it follows relative names and symlinks.
+#
+# A file with several hard links is refused everywhere: SQLite keeps its write-ahead log and
+# its index beside the name it was given (`<name>-wal`, `<name>-shm`), so two names of one
+# file would each see a different journal, and could damage it.
+
 _OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
+_RUN_LOCKS_FROM = 1 << 62  # byte offsets of run locks: [2**62, 2**62 + 2**61)
+_BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # the lock is held by another
 
 
-def _lock_run(database: Path, digest: bytes) -> Callable[[], None] | None:
-    """Lock one run of `database` for this open file description; None when it is held.
+@dataclass(eq=False)
+class _LockedFile:
+    """This process's lock descriptor on one database file, and the runs it holds."""
 
-    On Linux: one byte of `<file>.lock`, at an offset chosen by the run id's digest (an
-    open-file-description lock). Elsewhere on POSIX (macOS): `flock` on a file of its own per
-    run, in `<file>.locks/`. Either way the kernel releases the lock when the descriptor is
-    closed or its process dies. Windows has neither: holding a run there raises.
-    """
+    key: tuple[int, int]  # (st_dev, st_ino)
+    fd: int
+    writable: bool
+    users: int = 0  # holds under way and open connections of this process
+    held: set[int] = field(default_factory=set)  # run offsets held in this process
+
+
+_FILES: dict[tuple[int, int], _LockedFile] = {}
+_FILES_LOCK = threading.Lock()
+_PARKED: list[int] = []  # descriptors that must stay open (see `_enter_file`)
+
+
+def _enter_file(database: Path, run_id: str = "") -> _LockedFile:
+    """The lock descriptor of the file at `database`, counted as one more user.
+
+    Creates the file (empty: SQLite makes it a database) when it does not exist. A file this
+    process may only read is opened read-only: its runs can then be read, never driven.
+    Raises `LockFailed` naming the file and the cause."""
+    with _FILES_LOCK:
+        try:
+            stat = os.stat(database)
+            _refuse_hard_links(database, stat)
+            key = _identity(stat)
+        except FileNotFoundError:
+            key = None
+        except OSError as exc:
+            raise LockFailed(database.name, run_id, _cause(exc)) from None
+        locked = _FILES.get(key) if key is not None else None
+        if locked is None:
+            fd, writable = _open_for_locks(database, run_id)
+            key = _identity(os.fstat(fd))
+            locked = _FILES.get(key)
+            if locked is None:
+                locked = _FILES[key] = _LockedFile(key, fd, writable)
+            else:  # the file was replaced between stat and open: keep the known descriptor
+                _PARKED.append(fd)  # never closed: closing would drop this process's locks
+        locked.users += 1
+        return locked
+
+
+def _refuse_hard_links(database: Path, stat: os.stat_result) -> None:
+    if stat.st_nlink > 1:
+        raise ConfigurationError(
+            f"the journal {database.name} has {stat.st_nlink} names (hard links); SQLite keeps "
+            "its write-ahead log beside each name, so each name would see another journal: "
+            "remove the other links and use one name (a symlink is fine)"
+        )
+
+
+def _leave_file(locked: _LockedFile) -> None:
+    with _FILES_LOCK:
+        locked.users -= 1
+        if locked.users == 0 and not locked.held:
+            del _FILES[locked.key]
+            os.close(locked.fd)  # nobody here holds a run or a connection on this file
+
+
+def _open_for_locks(database: Path, run_id: str) -> tuple[int, bool]:
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(database, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644), True
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise LockFailed(database.name, run_id, _cause(exc)) from None
+    try:
+        return os.open(database, os.O_RDONLY | _CLOEXEC), False
+    except OSError as exc:
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
+
+
+def _cause(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return f"{name}: {exc.strerror or exc}"
+
+
+def _lock_run(database: Path, locked: _LockedFile, run_id: str) -> Callable[[], None] | None:
+    """Lock `run_id` of the file `locked`; the function that releases it, or None when another
+    driver (in this process or another) holds it.
+
+    A read-only file gets a shared lock: any number of readers, never while a driver holds
+    the run. Raises `LockFailed` when locking fails for another reason (the file system has no
+    locks, say), and `ConfigurationError` where there are no POSIX file locks at all."""
     try:
         import fcntl  # imported here: the package itself imports on any platform
     except ImportError:
@@ -86,22 +198,57 @@ def _lock_run(database: Path, digest: bytes) -> Callable[[], None] | None:
             "SqliteCheckpointer needs POSIX file locks (Linux or macOS) to give a run one "
             "driver; on this platform use MemoryCheckpointer or PostgresCheckpointer"
         ) from None
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    offset = _RUN_LOCKS_FROM + (digest >> 3)
     ofd = getattr(fcntl, "F_OFD_SETLK", None)
-    if ofd is not None:
-        path = database.with_name(database.name + ".lock")
-    else:
-        path = database.with_name(database.name + ".locks") / f"{digest.hex()[:32]}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        if ofd is not None:
-            offset = int.from_bytes(digest[:8], "big") >> 2
-            fcntl.fcntl(fd, ofd, _OFD_LOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+    with _FILES_LOCK:
+        if offset in locked.held:
+            return None
+        if ofd is None:
+            release = _flock_run(database, offset, run_id, fcntl)
         else:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+            kind = fcntl.F_WRLCK if locked.writable else fcntl.F_RDLCK
+            try:
+                fcntl.fcntl(locked.fd, ofd, _OFD_LOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+            except OSError as exc:
+                if exc.errno in _BUSY:
+                    return None
+                raise LockFailed(database.name, run_id, _cause(exc)) from None
+
+            def release() -> None:
+                unlock = _OFD_LOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0)
+                fcntl.fcntl(locked.fd, ofd, unlock)
+
+        if release is None:
+            return None
+        locked.held.add(offset)
+
+    def release_run() -> None:
+        with _FILES_LOCK:
+            try:
+                release()
+            finally:
+                locked.held.discard(offset)
+
+    return release_run
+
+
+def _flock_run(database: Path, offset: int, run_id: str, fcntl: Any) -> Callable[[], None] | None:
+    """Where there are no open-file-description locks: `flock` on a file of the run's own."""
+    real = Path(os.path.realpath(database))
+    path = real.with_name(real.name + ".locks") / f"{offset:x}.lock"
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
+    except OSError as exc:
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
         os.close(fd)
-        return None
+        if exc.errno in _BUSY:
+            return None
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
     return lambda: os.close(fd)  # closing the description releases its lock
 
 
@@ -152,12 +299,19 @@ class SqliteCheckpointer:
         return await self._call(self._database.records, run_id)
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        digest = hashlib.sha256(run_id.encode()).digest()
+        return self._hold(run_id)
 
-        def try_acquire() -> Callable[[], None] | None:
-            return _lock_run(self.path, digest)
-
-        return holding(str(self.path.resolve()), str(self.path.name), run_id, try_acquire)
+    @contextlib.asynccontextmanager
+    async def _hold(self, run_id: str) -> AsyncIterator[None]:
+        locked = _enter_file(self.path, run_id)
+        try:
+            store = "sqlite:{}:{}".format(*locked.key)
+            async with holding(
+                store, self.path.name, run_id, lambda: _lock_run(self.path, locked, run_id)
+            ):
+                yield
+        finally:
+            _leave_file(locked)
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
@@ -221,6 +375,7 @@ class _Database:
         self.path = path
         self.durability = durability
         self._connection: sqlite3.Connection | None = None
+        self._file: _LockedFile | None = None  # keeps the lock descriptor open (see above)
 
     def load(self, run_id: str) -> tuple[Any, Any]:
         return self._run(self._load, run_id)
@@ -238,6 +393,9 @@ class _Database:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        if self._file is not None:
+            _leave_file(self._file)
+            self._file = None
 
     def _run(self, function: Callable[..., T], *args: Any) -> T:
         try:
@@ -252,6 +410,8 @@ class _Database:
         if self._connection is not None:
             return self._connection
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            _refuse_hard_links(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None)
         try:
             self._prepare(connection)
@@ -259,6 +419,9 @@ class _Database:
             connection.close()
             raise
         self._connection = connection
+        if self._file is None:
+            with contextlib.suppress(LockFailed):  # then no hold can open the file either
+                self._file = _enter_file(self.path)
         return connection
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
