@@ -93,6 +93,7 @@ CASES = [
     Case("10", {"retry_after": 2.25}, refused="retry_after", note="printed with one decimal"),
     Case("10", {"retry_after": "7"}, refused="retry_after"),
     Case("11", {"max_pasos": 1, "mas_pasos": 12}),
+    Case("11", {"max_pasos": 5, "mas_pasos": 3}, note="a lower limit on the same run"),
     Case("11", {"max_pasos": 0}, refused="max_pasos"),
     Case("11", {"mas_pasos": 13}, refused="mas_pasos", note="the script has 12 answers"),
     Case("12", {"run_id": "presupuesto-2"}),
