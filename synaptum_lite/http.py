@@ -6,6 +6,7 @@ Needs the `http` extra (`pip install 'synaptum-lite[http]'`). Any server that sp
 Failures are classified once, here, into `ProviderError`:
 
     timeout, connection refused or dropped (also mid-stream)  retryable
+    the call's total deadline passed (a trickling server)      retryable
     429, 408, 5xx                                              retryable, `Retry-After` parsed
     any other 4xx (401, 403, 404, 400 ...)                     not retryable
     a body or an SSE event that is not the protocol            not retryable
@@ -21,6 +22,7 @@ module causes pass through the same redaction (`_RedactSecrets`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import email.utils
 import json
@@ -59,6 +61,9 @@ ENV_MODEL = "SYNAPTUM_MODEL"
 #: How much of an error body an exception message quotes.
 BODY_EXCERPT = 300
 
+#: The default total time a model call may take, in seconds, however the server sends it.
+DEADLINE = 600.0
+
 
 class OpenAICompatibleGateway(LocalGateway):
     """A model behind an OpenAI-compatible `/chat/completions` endpoint; tools run locally.
@@ -67,7 +72,10 @@ class OpenAICompatibleGateway(LocalGateway):
     The model name sent is the request's (the agent's `model`); `model` here is used only
     when a request carries none. `api_key`, when given, is sent as `Authorization: Bearer`.
     `tools` and `policy` are `LocalGateway`'s: which tools may run, and who decides.
-    `timeout` bounds each read (seconds); connecting has its own short bound.
+    `timeout` bounds each read (seconds); connecting has its own short bound. `deadline`
+    bounds the whole call (seconds, `DEADLINE` = 600 by default), streamed or not: a server
+    that trickles bytes or sends SSE keep-alive comments cannot keep a call open past it.
+    Passing it is a retryable `ProviderError`.
 
     Tool-call arguments that are not valid JSON do not raise: the `ToolCall` carries the raw
     text as its `arguments` (a `str`), which the loop turns into an error result the model
@@ -81,6 +89,7 @@ class OpenAICompatibleGateway(LocalGateway):
         model: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
+        deadline: float = DEADLINE,
         tools: Iterable[Tool] | None = None,
         policy: Policy = allow_everything,
         transport: Any = None,
@@ -94,10 +103,15 @@ class OpenAICompatibleGateway(LocalGateway):
             raise ConfigurationError(
                 f"base_url must start with http:// or https://, got {_without_userinfo(base_url)!r}"
             )
+        if not deadline > 0:
+            raise ConfigurationError(
+                f"deadline must be a positive number of seconds, got {deadline!r}"
+            )
         super().__init__(tools=tools, policy=policy)
         self.base_url = _without_userinfo(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
+        self.deadline = deadline
         self._url = self.base_url + "/chat/completions"
         self._api_key = api_key or None
         self._auth = _userinfo(base_url)
@@ -146,7 +160,10 @@ class OpenAICompatibleGateway(LocalGateway):
         payload = self._payload(request, stream=False)
         async with self._client() as client:
             try:
-                response = await client.post(self._url, json=payload)
+                async with asyncio.timeout(self.deadline):
+                    response = await client.post(self._url, json=payload)
+            except TimeoutError:
+                raise self._deadline_error() from None
             except httpx.TimeoutException as exc:
                 raise self._transport_error("timed out", exc) from None
             except httpx.TransportError as exc:
@@ -163,17 +180,23 @@ class OpenAICompatibleGateway(LocalGateway):
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         payload = self._payload(request, stream=True)
-        # The `async with` blocks are what make `aclose()` stop generation upstream: closing
-        # this generator unwinds them, which closes the response and its connection, and a
-        # server stops generating when its client goes away.
+        deadline = asyncio.get_running_loop().time() + self.deadline
+        # The `async with` and `finally` blocks are what make `aclose()` stop generation
+        # upstream: closing this generator unwinds them, which closes the response and its
+        # connection, and a server stops generating when its client goes away.
         async with self._client() as client:
             try:
-                async with client.stream("POST", self._url, json=payload) as response:
+                async with asyncio.timeout_at(deadline):
+                    response = await client.send(
+                        client.build_request("POST", self._url, json=payload), stream=True
+                    )
+                try:
                     if response.is_error:
-                        await response.aread()
+                        async with asyncio.timeout_at(deadline):
+                            await response.aread()
                         raise self._status_error(response)
                     assembly = _StreamAssembly()
-                    async for data in _sse_data(response.aiter_lines()):
+                    async for data in _sse_data(_until(deadline, response.aiter_lines())):
                         if data == "[DONE]":
                             assembly.done = True
                             break
@@ -192,6 +215,10 @@ class OpenAICompatibleGateway(LocalGateway):
                         fragment = assembly.feed(event)
                         if fragment:
                             yield fragment
+                finally:
+                    await response.aclose()
+            except TimeoutError:
+                raise self._deadline_error() from None
             except httpx.TimeoutException as exc:
                 raise self._transport_error("timed out while streaming", exc) from None
             except httpx.TransportError as exc:
@@ -279,6 +306,14 @@ class OpenAICompatibleGateway(LocalGateway):
     def _transport_error(self, what: str, exc: Exception) -> ProviderError:
         reason = str(exc) or type(exc).__name__
         message = f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason})"
+        return ProviderError(self._redact(message), retryable=True)
+
+    def _deadline_error(self) -> ProviderError:
+        message = (
+            f"the model server at {self.base_url} did not finish the call within its deadline "
+            f"of {self.deadline:g} s (a server that trickles its answer or only sends keep-alive "
+            "comments); the call can be made again, or given more time with deadline="
+        )
         return ProviderError(self._redact(message), retryable=True)
 
     def _protocol_error(self, what: str, raw: str) -> ProviderError:
@@ -485,6 +520,19 @@ def _without_userinfo(url: str) -> str:
     if "@" in authority:
         authority = authority.rsplit("@", 1)[1]
     return f"{scheme}://{authority}{slash}{path}"
+
+
+async def _until(deadline: float, items: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`items`, each awaited no later than the event loop's time `deadline`, after which
+    `TimeoutError` is raised. The bound never spans a `yield`, so it never cancels the
+    consumer's own work."""
+    while True:
+        async with asyncio.timeout_at(deadline):
+            try:
+                item = await anext(items)
+            except StopAsyncIteration:
+                return
+        yield item
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -213,6 +214,30 @@ async def echoes_the_key_in_a_header(ex: Exchange) -> None:
     """Answers well, and echoes the credential in a response header (httpcore logs those)."""
     echoed = {"X-Echo": ex.headers.get("authorization", "")}
     await ex.send_json(200, completion({"role": "assistant", "content": "Hola."}), echoed)
+
+
+async def trickles(ex: Exchange) -> None:
+    """A body promised whole, sent one byte every 0.2 s: no single read ever times out."""
+    body = json.dumps(completion({"role": "assistant", "content": "Hola." * 40})).encode()
+    ex._head(200, {"Content-Type": "application/json", "Content-Length": str(len(body))})
+    for byte in body:
+        if ex.disconnected.is_set():
+            return
+        ex.writer.write(bytes([byte]))
+        await ex.writer.drain()
+        await asyncio.sleep(0.2)
+
+
+async def stream_keep_alive_forever(ex: Exchange) -> None:
+    """An SSE stream that only ever sends keep-alive comments (bounded: about 40 s)."""
+    await ex.start_sse()
+    for _ in range(200):
+        if ex.disconnected.is_set():
+            return
+        payload = b": keep-alive\n\n"
+        ex.writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        await ex.writer.drain()
+        await asyncio.sleep(0.2)
 
 
 SCENARIOS = {

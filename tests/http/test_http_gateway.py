@@ -31,7 +31,7 @@ from synaptum_lite import (  # noqa: E402
     tool,
 )
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
-from synaptum_lite.http import OpenAICompatibleGateway, _retry_after  # noqa: E402
+from synaptum_lite.http import DEADLINE, OpenAICompatibleGateway, _retry_after  # noqa: E402
 
 from .conftest import KEY, USAGE  # noqa: E402
 from .fault_server import FaultServer  # noqa: E402
@@ -526,3 +526,37 @@ def test_a_key_echoed_in_a_response_header_shows_in_no_debug_log_line(
 
     assert "X-Echo" in caplog.text  # httpcore logged the response headers
     assert not [w for w in windows(SECRET) if w in caplog.text]
+
+
+# ── a call has a deadline, however the server sends its answer ─────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("scenario", "streaming"),
+    [("trickles", False), ("stream_keep_alive_forever", True)],
+    ids=["a-body-one-byte-at-a-time", "sse-keep-alive-comments"],
+)
+def test_a_call_that_outlives_its_deadline_is_a_retryable_provider_error(
+    server: FaultServer, scenario: str, streaming: bool
+) -> None:
+    model = gateway(server, scenario, timeout=5.0, deadline=1.0)
+
+    async def call() -> Any:
+        if streaming:
+            return [item async for item in model.stream(request())]
+        return await model.complete(request())
+
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(call())
+
+    error = caught.value
+    assert error.retryable and error.status is None
+    assert "did not finish the call within its deadline of 1 s" in str(error)
+    exchange = server.last(scenario)
+    assert server.wait_disconnected(exchange, timeout=5)  # and the connection was closed
+
+
+def test_the_deadline_has_a_documented_default_and_must_be_positive() -> None:
+    assert OpenAICompatibleGateway("http://127.0.0.1:9/v1").deadline == DEADLINE == 600.0
+    with pytest.raises(ConfigurationError, match="deadline must be a positive number"):
+        OpenAICompatibleGateway("http://127.0.0.1:9/v1", deadline=0)
