@@ -38,11 +38,19 @@
   const range = document.createRange();
   const boxes = [];
   while (walker.nextNode()) {
-    range.selectNodeContents(walker.currentNode);
-    for (const box of range.getClientRects())
-      if (box.width >= 1 && box.height >= 1)
-        boxes.push({ y: box.top + scrollY + box.height / 2, x: box.left + Math.min(box.width, 8) / 2,
-                     text: walker.currentNode.textContent.trim().slice(0, 30) });
+    const node = walker.currentNode;
+    let offset = 0;
+    for (const line of node.textContent.split("\n")) {  // one box per line of text
+      if (line.length) {
+        range.setStart(node, offset);
+        range.setEnd(node, offset + line.length);
+        const box = range.getBoundingClientRect();
+        if (box.width >= 1 && box.height >= 1)
+          boxes.push({ y: box.top + scrollY + box.height / 2, x: box.left + Math.min(box.width, 8) / 2,
+                       text: line.trim().slice(0, 40) });
+      }
+      offset += line.length + 1;
+    }
   }
   let covered = null;
   for (const box of boxes) {
