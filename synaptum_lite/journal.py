@@ -16,8 +16,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import CorruptJournal, JournalError, RunBusy
+from .errors import ConfigurationError, CorruptJournal, JournalError, RunBusy
 from .events import FinalStep, Record, Step, decode, decode_all, encode
+from .messages import lone_surrogate
 
 FORMAT_VERSION = 1
 """The journal format this version writes and the newest it reads."""
@@ -67,6 +68,45 @@ class Checkpointer(Protocol):
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold the right to drive the run; raises `RunBusy` at once if another holds it."""
         ...
+
+
+# ── what every store can keep ──────────────────────────────────────────────────────────────
+#
+# Every store keeps text as UTF-8, and PostgreSQL's text cannot hold NUL. So a run id must be
+# UTF-8 without NUL, and a header must encode to UTF-8 (its JSON escapes NUL); an event is
+# checked by `events.encode`. Each store checks before it touches storage: the same input gets
+# the same answer, and a refused call writes nothing.
+
+
+def check_run_id(run_id: Any) -> str:
+    """`run_id`, when every store can keep it. Raises `ConfigurationError` naming the problem."""
+    if not isinstance(run_id, str) or not run_id:
+        raise ConfigurationError(f"run_id must be a non-empty string, got {run_id!r}")
+    problem = "\0" in run_id and f"a NUL character at index {run_id.index(chr(0))}"
+    problem = problem or _surrogate(run_id)
+    if problem:
+        raise ConfigurationError(
+            f"run_id {run_id!r} cannot be journaled: it holds {problem}; "
+            "use text without NUL characters or unpaired surrogates"
+        )
+    return run_id
+
+
+def encode_header(run_id: str, header: dict[str, Any]) -> str:
+    """A run's header as stored. Raises `ConfigurationError` when it cannot be kept."""
+    text = json.dumps(header, sort_keys=True, ensure_ascii=False)
+    problem = _surrogate(text)
+    if problem:
+        raise ConfigurationError(
+            f"run {run_id!r}: its header (the agent's configuration and the task) cannot be "
+            f"journaled: it holds {problem}; nothing was written"
+        )
+    return text
+
+
+def _surrogate(text: str) -> str | None:
+    at = lone_surrogate(text)
+    return None if at is None else f"an unpaired surrogate {text[at]!r} at index {at}"
 
 
 def decode_header(run_id: str, text: str) -> dict[str, Any]:
@@ -180,7 +220,7 @@ class MemoryCheckpointer:
         return "MemoryCheckpointer()"
 
     async def load(self, run_id: str) -> RunState:
-        header = self._headers.get(run_id)
+        header = self._headers.get(check_run_id(run_id))
         final = self._final.get(run_id)
         return RunState(
             run_id=run_id,
@@ -190,13 +230,14 @@ class MemoryCheckpointer:
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
+        text = encode_header(check_run_id(run_id), header)
         if run_id not in self._headers:
-            self._headers[run_id] = json.dumps(header, sort_keys=True)
+            self._headers[run_id] = text
             self._records[run_id] = []
             self._keys[run_id] = set()
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        if run_id not in self._headers:
+        if check_run_id(run_id) not in self._headers:
             raise JournalError(f"run {run_id!r} was never started; call start() first")
         encoded = [encode(event) for event in events]  # all or nothing: encode first
         records, keys = self._records[run_id], self._keys[run_id]
@@ -211,9 +252,11 @@ class MemoryCheckpointer:
         return len(records)
 
     async def records(self, run_id: str) -> list[Record]:
-        return list(self._records.get(run_id, ()))
+        return list(self._records.get(check_run_id(run_id), ()))
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        check_run_id(run_id)
+
         def try_acquire() -> Callable[[], None] | None:
             with self._holding:
                 if run_id in self._held:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -33,7 +32,14 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import Record, Step, decode, encode
-from .journal import FORMAT_VERSION, RunState, decode_header, holding
+from .journal import (
+    FORMAT_VERSION,
+    RunState,
+    check_run_id,
+    decode_header,
+    encode_header,
+    holding,
+)
 
 T = TypeVar("T")
 
@@ -148,6 +154,7 @@ class PostgresCheckpointer:
     # ── the protocol ──────────────────────────────────────────────────────────────────────
 
     async def load(self, run_id: str) -> RunState:
+        check_run_id(run_id)
         row = await self._on(run_id, lambda c: self._fetchone(c, "load", (run_id,)))
         if row is None:
             return RunState(run_id=run_id, next_seq=0, header=None, final=None)
@@ -160,14 +167,17 @@ class PostgresCheckpointer:
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
-        text = json.dumps(header, sort_keys=True, ensure_ascii=False)
+        text = encode_header(check_run_id(run_id), header)
         await self._on(run_id, lambda c: c.execute(self._sql["start"], (run_id, text)))
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        check_run_id(run_id)
         encoded = [encode(event) for event in events]  # all or nothing: encode before writing
         return await self._on(run_id, lambda c: self._append(c, run_id, encoded))
 
     async def records(self, run_id: str) -> list[Record]:
+        check_run_id(run_id)
+
         async def read(connection: Any) -> list[Record]:
             cursor = await connection.execute(self._sql["records"], (run_id,))
             return [Record(*row) for row in await cursor.fetchall()]
@@ -175,6 +185,7 @@ class PostgresCheckpointer:
         return await self._on(run_id, read)
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        check_run_id(run_id)
         return holding(self._store, self.location, run_id, lambda: self._try_hold(run_id))
 
     async def close(self) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import queue
 import sqlite3
@@ -40,7 +39,14 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import Record, Step, decode, encode
-from .journal import FORMAT_VERSION, RunState, decode_header, holding
+from .journal import (
+    FORMAT_VERSION,
+    RunState,
+    check_run_id,
+    decode_header,
+    encode_header,
+    holding,
+)
 
 T = TypeVar("T")
 
@@ -279,7 +285,7 @@ class SqliteCheckpointer:
     # ── the protocol ──────────────────────────────────────────────────────────────────────
 
     async def load(self, run_id: str) -> RunState:
-        row, final = await self._call(self._database.load, run_id)
+        row, final = await self._call(self._database.load, check_run_id(run_id))
         return RunState(
             run_id=run_id,
             next_seq=row[1] if row else 0,
@@ -288,18 +294,19 @@ class SqliteCheckpointer:
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
-        text = json.dumps(header, sort_keys=True, ensure_ascii=False)
+        text = encode_header(check_run_id(run_id), header)
         await self._call(self._database.start, run_id, text)
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
+        check_run_id(run_id)
         encoded = [encode(event) for event in events]  # all or nothing: encode before writing
         return await self._call(self._database.append, run_id, encoded)
 
     async def records(self, run_id: str) -> list[Record]:
-        return await self._call(self._database.records, run_id)
+        return await self._call(self._database.records, check_run_id(run_id))
 
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        return self._hold(run_id)
+        return self._hold(check_run_id(run_id))
 
     @contextlib.asynccontextmanager
     async def _hold(self, run_id: str) -> AsyncIterator[None]:

@@ -8,6 +8,7 @@ import pytest
 
 from synaptum_lite import (
     Checkpointer,
+    ConfigurationError,
     FinalStep,
     JournalError,
     ModelResponse,
@@ -202,3 +203,120 @@ def test_sqlite_without_ofd_locks_falls_back_to_a_flock_per_run(tmp_path, monkey
 
     run(scenario())
     assert len(list((tmp_path / "r.db.locks").iterdir())) == 2
+
+
+# ── odd input: the same answer from every store ────────────────────────────────────────────
+
+ODD_BUT_FINE = [
+    "ñandú/🐢 run",
+    "a b\tc",
+    "parent/000003-delegate",
+    "x" * 2000,
+    "'; DROP TABLE runs; --",
+]
+UNKEEPABLE = {
+    "a\x00b": "a NUL character at index 1",
+    "\ud83d": "an unpaired surrogate '\\ud83d' at index 0",
+    "ok\udc00": "an unpaired surrogate '\\udc00' at index 2",
+}
+
+
+@pytest.mark.parametrize("run_id", ODD_BUT_FINE)
+def test_odd_but_valid_run_ids_round_trip(store_factory, run_id):
+    async def scenario():
+        store = store_factory()
+        async with store.hold(run_id):
+            await store.start(run_id, HEADER)
+            await store.append(run_id, steps)
+        return await store.load(run_id), await load_events(store, run_id)
+
+    steps = [model_step(0, Phase.ATTEMPTED, run_id=run_id), model_step(0, run_id=run_id)]
+    state, events = run(scenario())
+    assert (state.run_id, state.next_seq, state.header) == (run_id, 2, HEADER)
+    assert events == steps
+
+
+@pytest.mark.parametrize("run_id", sorted(UNKEEPABLE))
+def test_a_run_id_no_store_can_keep_is_refused_by_every_call(store_factory, run_id):
+    store = store_factory()
+
+    async def hold():
+        async with store.hold(run_id):
+            pass
+
+    calls = {
+        "load": lambda: store.load(run_id),
+        "start": lambda: store.start(run_id, HEADER),
+        "append": lambda: store.append(run_id, [model_step(0, run_id=run_id)]),
+        "records": lambda: store.records(run_id),
+        "hold": hold,
+    }
+    for name, call in calls.items():
+        with pytest.raises(ConfigurationError) as error:
+            run(call())
+        assert str(error.value) == (
+            f"run_id {run_id!r} cannot be journaled: it holds {UNKEEPABLE[run_id]}; "
+            "use text without NUL characters or unpaired surrogates"
+        ), name
+
+
+def test_a_header_no_store_can_keep_is_refused_and_nothing_is_written(store_factory):
+    async def scenario():
+        store = store_factory()
+        with pytest.raises(ConfigurationError) as error:
+            await store.start("r", {**HEADER, "task": "hola \ud83d"})
+        return error.value, await store.load("r")
+
+    error, state = run(scenario())
+    assert "run 'r': its header (the agent's configuration and the task) cannot be journaled" in (
+        str(error)
+    )
+    assert "an unpaired surrogate '\\ud83d' at index" in str(error)
+    assert state.header is None
+
+
+def test_an_event_no_store_can_keep_is_refused_and_nothing_of_its_append_is_written(
+    store_factory,
+):
+    roto = ModelStep(
+        run_id="r",
+        step_id="000001-model",
+        phase=Phase.COMPLETED,
+        fingerprint="f" * 24,
+        response=ModelResponse(text="medio emoji \ud83d", usage=Usage(3, 1)),
+    )
+
+    async def scenario():
+        store = store_factory()
+        await store.start("r", HEADER)
+        with pytest.raises(ValueError) as error:
+            await store.append("r", [model_step(0, Phase.ATTEMPTED), roto])
+        return error.value, await store.records("r")
+
+    error, records = run(scenario())
+    assert str(error) == (
+        "step 000001-model (completed) holds '\\ud83d', half of a surrogate pair and not a "
+        "character, which UTF-8 has no form for"
+    )
+    assert records == []
+
+
+def test_nul_and_control_characters_inside_events_and_headers_round_trip(store_factory):
+    header = {**HEADER, "task": "tarea\x00con nulo\x1b"}
+    event = ModelStep(
+        run_id="r",
+        step_id="000000-model",
+        phase=Phase.COMPLETED,
+        fingerprint="f" * 24,
+        response=ModelResponse(text="nulo \x00, escape \x1b, 🐢", usage=Usage(3, 1)),
+    )
+
+    async def scenario():
+        store = store_factory()
+        await store.start("r", header)
+        await store.append("r", [model_step(0, Phase.ATTEMPTED), event])
+        return await store.load("r"), await load_events(store, "r")
+
+    state, events = run(scenario())
+    assert state.header == header
+    assert events == [model_step(0, Phase.ATTEMPTED), event]
