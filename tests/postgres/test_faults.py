@@ -4,7 +4,6 @@ row damaged by hand. Each ends in a clear error or a clean resume, and nothing i
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -16,10 +15,16 @@ from synaptum_lite.transfer import export_run
 from tests.core import agents
 from tests.core.agents import ANSWER, TASK, cajero, double
 from tests.core.conftest import run
-from tests.core.test_kill import ROOT
 from tests.core.test_transfer import counted, drive
 
-from .store import DIR, import_psycopg, require_server, schema_for
+from .store import (
+    can_restart,
+    import_psycopg,
+    require_server,
+    restart_server,
+    schema_for,
+    with_parameter,
+)
 
 ONCE_EACH = {"consultar_saldo": 1, "transferir": 1, "notificar": 1}
 
@@ -38,7 +43,7 @@ def named_store(tmp_path: Path) -> tuple[PostgresCheckpointer, str]:
     """A checkpointer whose connections carry a name of their own, so a test can cut them."""
     name = f"faults-{uuid.uuid4().hex[:8]}"
     store = PostgresCheckpointer(
-        f"{require_server()}?application_name={name}", schema=schema_for(tmp_path)
+        with_parameter(require_server(), "application_name", name), schema=schema_for(tmp_path)
     )
     return store, name
 
@@ -50,15 +55,6 @@ def cut_connections(name: str) -> int:
             (name,),
         ).fetchall()
     return len(rows)
-
-
-def restart_server() -> None:
-    subprocess.run(
-        ["bash", "scripts/postgres_local.sh", "restart", DIR],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
 
 
 async def interrupted_by(fault, store: PostgresCheckpointer) -> tuple[list, StoreUnavailable, int]:
@@ -94,10 +90,12 @@ def test_connections_cut_mid_run_stop_it_with_store_unavailable_and_lose_nothing
     assert counted(effects) == ONCE_EACH
 
 
-@pytest.mark.skipif(
-    not DIR, reason="needs a server this test may restart: start it with scripts/postgres_local.sh"
-)
 def test_the_database_restarted_mid_run_stops_it_and_the_resume_loses_nothing(effects, tmp_path):
+    if not can_restart():
+        pytest.skip(
+            "needs a server this test may restart: the embedded one (SYNAPTUM_TEST_POSTGRES_URL "
+            "unset) or one started with scripts/postgres_local.sh"
+        )
     store = PostgresCheckpointer(require_server(), schema=schema_for(tmp_path))
     seen, lost, paid = run(interrupted_by(restart_server, store))
     assert isinstance(lost, StoreUnavailable)

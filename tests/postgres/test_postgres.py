@@ -23,7 +23,7 @@ from tests.core.agents import TASK, cajero, double
 from tests.core.conftest import run
 from tests.core.test_conformance import HEADER, model_step
 
-from .store import import_psycopg, require_server, schema_for
+from .store import import_psycopg, require_server, schema_for, with_parameter
 
 psycopg = import_psycopg()
 
@@ -82,7 +82,7 @@ def test_a_journal_of_a_newer_format_is_refused_unchanged(tmp_path):
 def test_a_held_run_writes_on_the_connection_holding_its_lock_and_stops_when_it_is_lost(tmp_path):
     """No write after the lock is lost: the lock and the writes share one connection."""
     name = "holder-" + schema_for(tmp_path)[-12:]
-    url = f"{require_server()}?application_name={name}"
+    url = with_parameter(require_server(), "application_name", name)
     store, other = (PostgresCheckpointer(url, schema=schema_for(tmp_path)) for _ in range(2))
 
     async def scenario():
