@@ -10,7 +10,8 @@ there fails. How, by kind:
 - `test`: a named test runs the same program with the same arguments, on a copy (the update
   command rewrites notebooks; the tests rewrite a temporary one).
 - `suite`: `uv run pytest` and its parts: `.ci/run` runs it, word for word.
-- `ci`: `.ci/run` runs it (the services CI starts).
+- `ci`: `.ci/run` runs it (the services CI starts; PostgreSQL is not one: the tests start
+  their own).
 - `opens`: it opens a program a person uses (JupyterLab, a live server): this file checks that
   the command parses, the paths it names exist, and that the program answers `--help`.
 - `measures`: a benchmark of minutes; this file runs it with the smallest arguments it takes,
@@ -92,7 +93,9 @@ COMMANDS: dict[str, How] = {
         "here", "prints the export lines", ("scripts/modelo_local.py", "env")
     ),
     'eval "$(bash scripts/postgres_local.sh start)"': How(
-        "ci", "bash scripts/postgres_local.sh start"
+        "test",
+        "tests/postgres/test_postgres_local.py::"
+        "test_postgres_local_starts_prints_its_url_restarts_and_stops_a_system_server",
     ),
 }
 

