@@ -1,5 +1,5 @@
-"""Lo que comparten los cuadernos: la cabecera que imprimen, el modelo con el que hablan y
-las afirmaciones que comprueban.
+"""Lo que comparten los cuadernos: la cabecera que imprimen, el modelo con el que hablan,
+las afirmaciones que comprueban, los parámetros que aceptan y cómo se imprime una fase.
 
 Sin nada en el entorno, cada cuaderno corre sobre el doble de pruebas de
 `synaptum_lite.testing`: respuestas guionizadas, sin red y sin clave; todo lo demás es real.
@@ -169,8 +169,9 @@ def valida_carpeta(carpeta: object, *, crea: Sequence[str]) -> None:
     """`carpeta` vale `None` (una carpeta temporal nueva) o es una carpeta, exista o no, sin
     nada de lo que el cuaderno crea en ella.
 
-    `crea` son nombres o patrones (`muerte-*`). Si ya están, son de otra ejecución: el
-    cuaderno reanudaría esos runs en vez de enseñar uno nuevo.
+    `crea` son nombres o patrones (`muerte-*`). Si ya están, son de otra ejecución, y el
+    cuaderno los mezclaría con lo suyo: reanudaría sus runs en vez de empezar, o contaría
+    sus efectos como propios.
     """
     if carpeta is None:
         return
@@ -227,7 +228,7 @@ def valida_numero(
     valido = (
         isinstance(valor, tipos)
         and not isinstance(valor, bool)
-        and math.isfinite(valor)
+        and (isinstance(valor, int) or math.isfinite(valor))
         and minimo <= valor <= maximo
         and (decimales is None or round(valor, decimales) == valor)
     )

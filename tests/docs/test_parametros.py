@@ -318,7 +318,7 @@ def test_a_refused_value_renders_as_one_line_without_code(comun) -> None:
     assert error._render_traceback_() == [f"ParametroInvalido: {error}"]
 
 
-@pytest.mark.parametrize("value", [True, 3.0, float("nan"), "3", None, 0, 13])
+@pytest.mark.parametrize("value", [True, 3.0, float("nan"), "3", None, 0, 13, 10**400])
 def test_an_integer_parameter_refuses_what_is_not_an_integer_in_range(comun, value) -> None:
     with pytest.raises(comun.ParametroInvalido, match=r"admite un entero entre 1 y 12"):
         comun.valida_numero("max_pasos", value, minimo=1, maximo=12, entero=True)
