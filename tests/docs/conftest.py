@@ -11,11 +11,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from scripts.claims import recording
 from scripts.kernel import NotebookRun, run_notebooks_sync
 from scripts.pages import property_notebooks
 from scripts.site import start_build
@@ -67,6 +68,8 @@ class DocsCheck:
     site_dir: Path
     build_returncode: int
     build_log: str
+    #: The claim ids that `comun.afirma` checked (and found true) while the notebooks ran.
+    claims_checked: set[str] = field(default_factory=set)
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +80,8 @@ def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
         _early_build = (start_build(site_dir), site_dir)
     notebooks = property_notebooks()
     try:
-        runs = dict(zip(notebooks, run_notebooks_sync(notebooks), strict=True))
+        with recording() as claims_checked:
+            runs = dict(zip(notebooks, run_notebooks_sync(notebooks), strict=True))
     finally:
         site_dir, returncode, log = finished_build(tmp_path_factory)
-    return DocsCheck(runs, site_dir, returncode, log)
+    return DocsCheck(runs, site_dir, returncode, log, claims_checked)

@@ -1,0 +1,543 @@
+"""The checks of the claims on *Conceptos*, *Límites* and the glossary that no notebook shows.
+
+Each function checks one claim id of those pages and raises `AssertionError` when the claim is
+false; `tests/docs/test_afirmaciones.py` runs every one of them in the docs check. A claim a
+notebook already measures carries that notebook's id instead, and needs nothing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: id → the function that checks it.
+AFIRMACIONES: dict[str, Callable[[], Any]] = {}
+
+
+def afirmacion(claim: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+    """Register the decorated function (sync or async) as the check of `claim`."""
+
+    def register(function: Callable[[], Any]) -> Callable[[], Any]:
+        assert claim not in AFIRMACIONES, f"{claim} is checked twice"
+        AFIRMACIONES[claim] = function
+        return function
+
+    return register
+
+
+# ── Helpers ──────────────────────────────────────────────────────────────────
+
+import asyncio  # noqa: E402
+import contextlib  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import tomllib  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from synaptum_lite import (  # noqa: E402
+    Agent,
+    ConfigurationError,
+    CorruptJournal,
+    FinalStep,
+    MemoryCheckpointer,
+    ModelResponse,
+    ProviderError,
+    Risk,
+    Role,
+    Session,
+    SqliteCheckpointer,
+    StepLimitExceeded,
+    TextFragment,
+    ToolStep,
+    UnsupportedFormat,
+    Verdict,
+    load_events,
+    tool,
+)
+from synaptum_lite.testing import ScriptedGateway, calls, says  # noqa: E402
+from synaptum_lite.transfer import export_run, import_run  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _agent(*tools, **options) -> Agent:
+    return Agent("a", model="m", instructions="Usa las herramientas.", tools=tools, **options)
+
+
+async def _drive(agent: Agent, session: Session, task: str = "tarea") -> list:
+    return [step async for step in agent.run(task, session=session)]
+
+
+# ── Conceptos ────────────────────────────────────────────────────────────────
+
+
+@afirmacion("conceptos.sin-resume")
+def _reanudar_es_llamar_otra_vez() -> None:
+    # No resume() and no option: run takes the task and the session, nothing else.
+    assert not any(hasattr(Agent, name) for name in ("resume", "restart", "continue_run"))
+    assert list(inspect.signature(Agent.run).parameters) == ["self", "task", "session"]
+
+
+@afirmacion("conceptos.escribir-dos-veces")
+async def _escribir_dos_veces_no_hace_nada() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        for store in (MemoryCheckpointer(), SqliteCheckpointer(Path(folder) / "runs.db")):
+            gateway = ScriptedGateway([says("hola")])
+            steps = await _drive(_agent(), Session("r", gateway, store))
+            before = await store.load("r")
+            await store.append("r", steps)  # the same events again, as a resume would
+            assert (await store.load("r")).next_seq == before.next_seq == len(steps)
+            assert [r.seq for r in await store.records("r")] == list(range(len(steps)))
+
+
+@afirmacion("conceptos.configuracion-campos")
+def _la_configuracion_es_lo_que_dice_la_pagina() -> None:
+    assert set(_agent().configuration) == {
+        "name",
+        "model",
+        "instructions",
+        "tools",
+        "output",
+        "max_tool_output",
+        "delegates",
+    }
+
+
+@afirmacion("conceptos.protocolos")
+async def _cualquier_objeto_con_esos_metodos_sirve() -> None:
+    class Puerta:  # inherits from nothing: it only has the methods
+        def __init__(self) -> None:
+            self.double = ScriptedGateway([says("hola")])
+
+        async def complete(self, request):
+            return await self.double.complete(request)
+
+        def stream(self, request):
+            return self.double.stream(request)
+
+        async def call_tool(self, tool, arguments, context):
+            return await self.double.call_tool(tool, arguments, context)
+
+        def review(self, proposal):
+            return self.double.review(proposal)
+
+    class Almacen:  # the same for the checkpointer: every method handed to a real one
+        def __init__(self) -> None:
+            self.inner = MemoryCheckpointer()
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    assert Puerta.__mro__ == (Puerta, object) and Almacen.__mro__ == (Almacen, object)
+    steps = await _drive(_agent(), Session("r", Puerta(), Almacen()))
+    assert isinstance(steps[-1], FinalStep) and steps[-1].output == "hola"
+
+
+@afirmacion("conceptos.otro-almacen")
+async def _un_run_empezado_en_sqlite_termina_en_otro_almacen() -> None:
+    @tool(risk=Risk.READ, idempotent=True)
+    def saldo(cuenta: str) -> str:
+        """Consulta un saldo."""
+        return "4.200 €"
+
+    def responder(request):
+        done = any(m.role is Role.TOOL for m in request.messages)
+        return says("Hay 4.200 €.") if done else calls("saldo", cuenta="ES91")
+
+    with tempfile.TemporaryDirectory() as folder:
+        sqlite = SqliteCheckpointer(Path(folder) / "runs.db")
+        async for step in _agent(saldo).run(
+            "tarea", session=Session("r", ScriptedGateway([responder] * 3), sqlite)
+        ):
+            if isinstance(step, ToolStep) and step.phase.value == "completed":
+                break
+        other = MemoryCheckpointer()
+        await import_run(other, "\n".join(await export_run(sqlite, "r")) + "\n")
+        gateway = ScriptedGateway([responder] * 3)
+        steps = await _drive(_agent(saldo), Session("r", gateway, other))
+        assert steps[-1].output == "Hay 4.200 €." and gateway.model_calls == 1
+        assert gateway.tool_calls == 0
+
+
+# ── Límites ──────────────────────────────────────────────────────────────────
+
+
+@afirmacion("limites.sin-candados-posix")
+def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
+    program = (
+        "import sys, asyncio, tempfile, pathlib\n"
+        "sys.modules['fcntl'] = None  # a platform without POSIX file locks\n"
+        "import synaptum_lite as s\n"
+        "from synaptum_lite.testing import ScriptedGateway, says\n"
+        "store = s.SqliteCheckpointer(pathlib.Path(tempfile.mkdtemp()) / 'runs.db')\n"
+        "agent = s.Agent('a', model='m', instructions='i')\n"
+        "async def main():\n"
+        "    try:\n"
+        "        session = s.Session('r', ScriptedGateway([says('x')]), store)\n"
+        "        async for _ in agent.run('t', session=session):\n"
+        "            pass\n"
+        "    except s.ConfigurationError as error:\n"
+        "        print('ConfigurationError', 'MemoryCheckpointer' in str(error))\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO)
+    assert done.stdout.strip() == "ConfigurationError True", done.stderr
+
+
+@afirmacion("limites.solo-stdlib")
+def _el_nucleo_solo_usa_la_biblioteca_estandar() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["requires-python"].startswith(">=3.11")
+    assert project.get("dependencies", []) == []
+    program = (
+        "import sys\nimport synaptum_lite, synaptum_lite.testing, synaptum_lite.transfer\n"
+        "outside = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
+        " - {'synaptum_lite', '__main__'})\nprint(outside)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", program], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+@afirmacion("limites.herramientas-en-serie")
+async def _las_herramientas_de_un_turno_corren_una_detras_de_otra() -> None:
+    order: list[str] = []
+
+    @tool(risk=Risk.READ, idempotent=True)
+    async def primera(x: str) -> str:
+        """Una."""
+        order.append("primera empieza")
+        await asyncio.sleep(0)
+        order.append("primera acaba")
+        return "1"
+
+    @tool(risk=Risk.READ, idempotent=True)
+    async def segunda(x: str) -> str:
+        """Otra."""
+        order.append("segunda empieza")
+        await asyncio.sleep(0)
+        order.append("segunda acaba")
+        return "2"
+
+    both = ModelResponse(
+        text=None,
+        tool_calls=(*calls("primera", x="a").tool_calls, *calls("segunda", x="b").tool_calls),
+    )
+    gateway = ScriptedGateway([both, says("hecho")], tools=[primera, segunda])
+    await _drive(_agent(primera, segunda), Session("r", gateway, MemoryCheckpointer()))
+    assert order == ["primera empieza", "primera acaba", "segunda empieza", "segunda acaba"]
+
+
+@afirmacion("limites.herramienta-sincrona")
+async def _una_herramienta_sincrona_corre_en_el_hilo_del_bucle() -> None:
+    threads: list[int] = []
+
+    @tool(risk=Risk.READ, idempotent=True)
+    def lenta(x: str) -> str:
+        """Síncrona."""
+        threads.append(threading.get_ident())
+        return "hecho"
+
+    gateway = ScriptedGateway([calls("lenta", x="a"), says("ok")], tools=[lenta])
+    await _drive(_agent(lenta), Session("r", gateway, MemoryCheckpointer()))
+    assert threads == [threading.get_ident()]
+
+
+@afirmacion("limites.sin-plazo")
+async def _una_herramienta_que_no_vuelve_deja_el_paso_intentado() -> None:
+    started = asyncio.Event()
+
+    @tool(risk=Risk.HARD_WRITE)
+    async def colgada(x: str) -> str:
+        """No vuelve nunca."""
+        started.set()
+        await asyncio.Event().wait()
+        return "nunca"
+
+    store = MemoryCheckpointer()
+    gateway = ScriptedGateway([calls("colgada", x="a")], tools=[colgada])
+    steps = _agent(colgada).run("tarea", session=Session("r", gateway, store))
+    received = [await anext(steps) for _ in range(3)]  # model ×2, the tool's attempted
+    assert received[-1].phase.value == "attempted"
+    waiting = asyncio.ensure_future(anext(steps))  # the loop runs the tool now, and waits
+    await started.wait()
+    assert [(r.step_id, r.phase) for r in await store.records("r")][-1] == (
+        "000001-tool",
+        "attempted",
+    )
+    waiting.cancel()
+    with contextlib.suppress(asyncio.CancelledError, BaseException):
+        await waiting
+    assert [(r.step_id, r.phase) for r in await store.records("r")][-1] == (
+        "000001-tool",
+        "attempted",
+    )
+
+
+@afirmacion("limites.max-steps-turnos")
+async def _un_turno_que_pide_varias_herramientas_es_un_turno() -> None:
+    runs: list[str] = []
+
+    @tool(risk=Risk.READ, idempotent=True)
+    def mirar(x: str) -> str:
+        """Mira."""
+        runs.append(x)
+        return x
+
+    three = ModelResponse(
+        text=None, tool_calls=tuple(c for x in "abc" for c in calls("mirar", x=x).tool_calls)
+    )
+    gateway = ScriptedGateway([three, three], tools=[mirar])
+    try:
+        await _drive(_agent(mirar, max_steps=1), Session("r", gateway, MemoryCheckpointer()))
+    except StepLimitExceeded as limit:
+        assert (limit.max_steps, gateway.model_calls, runs) == (1, 1, ["a", "b", "c"])
+    else:
+        raise AssertionError("max_steps=1 let a second turn happen")
+
+
+@afirmacion("limites.tipada-dataclass")
+def _la_respuesta_tipada_es_una_dataclass() -> None:
+    @dataclass
+    class Saldo:
+        euros: float
+
+    _agent(output=Saldo)
+    for not_a_dataclass in (dict, Saldo(1.0), type("Modelo", (), {"euros": 1.0})):
+        try:
+            _agent(output=not_a_dataclass)
+        except (ConfigurationError, TypeError, ValueError):
+            continue
+        raise AssertionError(f"output={not_a_dataclass!r} was accepted")
+
+
+@afirmacion("limites.reintento-en-stream")
+async def _un_reintento_durante_un_stream_vuelve_a_empezar_el_texto() -> None:
+    class Proveedor:
+        """Fails once half way through a stream, then streams the whole answer."""
+
+        def __init__(self) -> None:
+            self.double, self.calls = ScriptedGateway([says("hola mundo")] * 2), 0
+
+        async def complete(self, request):
+            return await self.double.complete(request)
+
+        async def stream(self, request):
+            self.calls += 1
+            yield "hola "
+            if self.calls == 1:
+                raise ProviderError("cortado", retryable=True, status=503)
+            yield "mundo"
+            yield ModelResponse(text="hola mundo", tool_calls=())
+
+        async def call_tool(self, tool, arguments, context):
+            return await self.double.call_tool(tool, arguments, context)
+
+        def review(self, proposal):
+            return self.double.review(proposal)
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    store = MemoryCheckpointer()
+    session = Session("r", Proveedor(), store, sleep=no_wait)
+    steps = [s async for s in _agent().stream("tarea", session=session)]
+    assert [s.text for s in steps if isinstance(s, TextFragment)] == ["hola ", "hola ", "mundo"]
+    texts = [e.response.text for e in await load_events(store, "r") if getattr(e, "response", None)]
+    assert texts == ["hola mundo"]
+
+
+@afirmacion("limites.subagente-sin-aprobacion")
+async def _un_subagente_no_puede_pedir_aprobacion() -> None:
+    @tool(risk=Risk.DESTRUCTIVE)
+    def borrar(x: str) -> str:
+        """Borra."""
+        return "borrado"
+
+    hijo = Agent("hijo", model="m", instructions="Borra.", tools=[borrar], description="Borra.")
+    padre = Agent("padre", model="m", instructions="Delega.", delegates=[hijo])
+
+    def responder(request):
+        if request.messages[0].content.startswith(hijo.instructions):
+            return calls("borrar", x="a")
+        return calls("hijo", task="borra a")
+
+    def policy(proposal):  # the tool inside the sub-run, not the delegation, needs a signature
+        if proposal.kind == "tool" and proposal.risk is Risk.DESTRUCTIVE:
+            return Verdict.require_approval("firma")
+        return Verdict.allow()
+
+    gateway = ScriptedGateway([responder] * 4, tools=[borrar], policy=policy)
+    try:
+        await _drive(padre, Session("r", gateway, MemoryCheckpointer()))
+    except ConfigurationError as error:
+        assert "approval" in str(error)
+    else:
+        raise AssertionError("a sub-run asked for an approval and the run went on")
+
+
+@afirmacion("limites.subrun-en-el-mismo-almacen")
+async def _el_subrun_va_en_el_almacen_del_padre_y_se_exporta_con_el() -> None:
+    hijo = Agent("hijo", model="m", instructions="Contesta.", description="Contesta.")
+    padre = Agent("padre", model="m", instructions="Delega.", delegates=[hijo])
+
+    def responder(request):
+        if request.messages[0].content.startswith(hijo.instructions):
+            return says("hecho")
+        if any(m.role is Role.TOOL for m in request.messages):
+            return says("listo")
+        return calls("hijo", task="hazlo")
+
+    store = MemoryCheckpointer()
+    await _drive(padre, Session("p", ScriptedGateway([responder] * 4), store))
+    assert (await store.load("p/000001-delegate")).closed
+    lines = [json.loads(line) for line in await export_run(store, "p")]
+    assert {line["run_id"] for line in lines if "run_id" in line} == {"p", "p/000001-delegate"}
+
+
+@afirmacion("limites.politica-y-modelo")
+async def _a_una_llamada_al_modelo_no_se_la_puede_denegar() -> None:
+    for verdict in (Verdict.deny("no"), Verdict.require_approval("firma")):
+        gateway = ScriptedGateway([says("hola")], policy=lambda proposal, v=verdict: v)
+        try:
+            await _drive(_agent(), Session("r", gateway, MemoryCheckpointer()))
+        except ConfigurationError:
+            assert gateway.model_calls == 0
+        else:
+            raise AssertionError(f"{verdict.action.value} on a model call was accepted")
+
+
+@afirmacion("limites.no-se-borra")
+def _ningun_checkpointer_olvida_un_run() -> None:
+    from synaptum_lite import Checkpointer, PostgresCheckpointer
+
+    forgetting = ("delete", "forget", "expire", "purge", "drop", "remove", "prune")
+    for kind in (Checkpointer, MemoryCheckpointer, SqliteCheckpointer, PostgresCheckpointer):
+        public = [name for name in dir(kind) if not name.startswith("_")]
+        assert not [n for n in public if n.startswith(forgetting)], (kind, public)
+
+
+def _raw_data(database: Path) -> list:
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        return [row[0] for row in connection.execute("SELECT data FROM events ORDER BY id")]
+
+
+@afirmacion("limites.no-cifrado")
+async def _el_journal_se_guarda_como_json_legible() -> None:
+    @tool(risk=Risk.READ, idempotent=True)
+    def secreto(x: str) -> str:
+        """Devuelve algo."""
+        return "la clave es 1234"
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "runs.db"
+        gateway = ScriptedGateway([calls("secreto", x="a"), says("vale")], tools=[secreto])
+        await _drive(_agent(secreto), Session("r", gateway, SqliteCheckpointer(database)))
+        assert any(isinstance(d, str) and "la clave es 1234" in d for d in _raw_data(database))
+
+
+@afirmacion("limites.comprimidos")
+async def _en_sqlite_un_registro_grande_va_comprimido() -> None:
+    import zlib
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "runs.db"
+        store = SqliteCheckpointer(database)
+        gateway = ScriptedGateway([says("largo " * 200)])
+        await _drive(_agent(), Session("r", gateway, store))
+        blobs = [d for d in _raw_data(database) if isinstance(d, bytes)]
+        assert blobs and "largo largo" in zlib.decompress(blobs[0]).decode()
+        texts = [
+            e.response.text for e in await load_events(store, "r") if getattr(e, "response", None)
+        ]
+        assert texts == ["largo " * 200]
+
+
+@afirmacion("limites.formato-nuevo")
+async def _un_journal_de_un_formato_mas_nuevo_se_rechaza_sin_tocarlo() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "runs.db"
+        await _drive(
+            _agent(), Session("r", ScriptedGateway([says("hola")]), SqliteCheckpointer(database))
+        )
+        with contextlib.closing(sqlite3.connect(database)) as connection:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            connection.execute(f"PRAGMA user_version = {version + 1}")
+            connection.commit()
+        before = database.read_bytes()
+        try:
+            await SqliteCheckpointer(database).load("r")
+        except UnsupportedFormat as error:
+            assert error.found == version + 1
+        else:
+            raise AssertionError("a newer format was read")
+        assert database.read_bytes() == before
+
+
+@afirmacion("limites.cambio-a-mano")
+async def _un_cambio_a_mano_que_sigue_siendo_json_no_se_detecta_al_leer() -> None:
+    store = MemoryCheckpointer()
+    await _drive(_agent(), Session("r", ScriptedGateway([says("hola")]), store))
+    lines = await export_run(store, "r")
+    edited, broken = MemoryCheckpointer(), MemoryCheckpointer()
+    await import_run(edited, "\n".join(line.replace("hola", "adiós") for line in lines) + "\n")
+    steps = await _drive(_agent(), Session("r", ScriptedGateway([]), edited))
+    assert steps[-1].output == "adiós"  # read as if it had been said
+    final = json.loads(lines[-1])
+    final["data"] = "{no es json"
+    try:  # refused on import, or on reading: either way it names the run and the record
+        await import_run(broken, "\n".join([*lines[:-1], json.dumps(final)]) + "\n")
+        await load_events(broken, "r")
+    except CorruptJournal as error:
+        assert (error.run_id, error.seq) == ("r", final["seq"])
+    else:
+        raise AssertionError("an unreadable record was read")
+
+
+@afirmacion("limites.consumo-del-doble")
+async def _el_doble_cuenta_un_token_por_cada_cuatro_caracteres() -> None:
+    gateway = ScriptedGateway([says("x" * 40)])
+    steps = await _drive(_agent(), Session("r", gateway, MemoryCheckpointer()))
+    usage = steps[-1].usage
+    assert (usage.output_tokens, usage.cached_tokens) == (10, None)
+
+
+# ── Glosario ─────────────────────────────────────────────────────────────────
+
+
+@afirmacion("glosario.backoff")
+def _el_backoff_dobla_cada_vez_con_un_factor_al_azar() -> None:
+    from synaptum_lite import RetryPolicy
+
+    fixed = RetryPolicy(max_attempts=6, base=0.5, cap=30.0, random=lambda: 1.0)
+    assert [fixed.delay(n, None) for n in range(1, 6)] == [0.5, 1.0, 2.0, 4.0, 8.0]
+    # the factor is between 0.5 and 1: random() == 0 halves each wait
+    halved = RetryPolicy(max_attempts=6, base=0.5, cap=30.0, random=lambda: 0.0)
+    assert [halved.delay(n, None) for n in range(1, 4)] == [0.25, 0.5, 1.0]
+    assert fixed.delay(1, 7.0) == 7.0  # what the provider asks for (Retry-After), up to cap
+
+
+@afirmacion("glosario.fases")
+def _las_fases_se_guardan_en_ingles_y_se_imprimen_en_espanol() -> None:
+    import importlib
+
+    from synaptum_lite import Phase
+
+    sys.path.insert(0, str(REPO / "notebooks"))
+    try:
+        comun = importlib.import_module("comun")
+    finally:
+        sys.path.remove(str(REPO / "notebooks"))
+    assert {phase.value for phase in Phase} == {"attempted", "completed", "resolved"}
+    assert comun.FASES == {
+        "attempted": "intentado",
+        "completed": "completado",
+        "resolved": "resuelto",
+    }

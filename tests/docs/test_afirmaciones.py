@@ -1,0 +1,199 @@
+"""Words are claims: every sentence a page says about the runtime is checked by an assertion
+that runs in this check (the mechanism: `scripts/claims.py`; for authors: docs/probar.md).
+
+A notebook's claims are checked by its own `comun.afirma` calls, while it runs in the docs
+check. The claims of *Conceptos*, *Límites* and the glossary are checked by a notebook (the
+same id) or by one of the functions below, registered with `@afirmacion("id")` and run here as
+tests (`tests/docs/afirmaciones_md.py`): what they show, no notebook prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+
+import pytest
+
+from scripts.claims import (
+    asserted_ids,
+    blocks,
+    claim_pages,
+    marked_ids,
+    notebook_claim_blocks,
+    notebook_code,
+    notebook_markdown,
+    page_claim_blocks,
+    unchecked,
+    unmarked,
+)
+from scripts.pages import property_notebooks, read_notebook, relative
+from tests.docs.afirmaciones_md import AFIRMACIONES
+
+# ── The check ────────────────────────────────────────────────────────────────
+
+NOTEBOOKS = property_notebooks()
+PAGES = claim_pages()
+by_notebook = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+by_page = pytest.mark.parametrize("path", PAGES, ids=lambda path: path.name)
+
+
+def fail(problems: list[str]) -> None:
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@by_notebook
+def test_every_bullet_of_lo_que_esto_ensena_carries_a_claim_id(path: Path) -> None:
+    found = notebook_claim_blocks(path)
+    assert found, f"{relative(path)}: its *Lo que esto enseña* cell has no bullets"
+    fail(unmarked(found, excuses_allowed=False))
+
+
+@by_notebook
+def test_every_claim_of_a_notebook_is_checked_by_its_own_run(path: Path, docs_check) -> None:
+    notebook = read_notebook(path)
+    own = set(asserted_ids(notebook_code(notebook)))
+    how = f'Check it in {path.name} with afirma("<id>", …), in a cell that runs.'
+    problems = unchecked(notebook_claim_blocks(path, notebook), docs_check.claims_checked, how)
+    problems += [
+        f'{relative(path)}: claim {claim} is on its page but no afirma("{claim}", …) is in its '
+        "code: a notebook's bullets are checked by the notebook itself"
+        for claim in marked_ids(notebook_markdown(notebook))
+        if claim.startswith(path.stem[:2] + ".") and claim not in own
+    ]
+    fail(problems)
+
+
+@by_page
+def test_every_block_of_a_claim_page_is_a_claim_or_says_why_not(path: Path) -> None:
+    fail(unmarked(page_claim_blocks(path), excuses_allowed=True))
+
+
+@by_page
+def test_every_claim_of_a_claim_page_was_checked(path: Path, docs_check) -> None:
+    checked = docs_check.claims_checked | set(AFIRMACIONES)
+    how = (
+        'Check it in a notebook with afirma("<id>", …), or register a function with '
+        '@afirmacion("<id>") in tests/docs/afirmaciones_md.py.'
+    )
+    fail(unchecked(page_claim_blocks(path), checked, how))
+
+
+@pytest.mark.parametrize("claim", sorted(AFIRMACIONES))
+def test_page_claim_holds(claim: str) -> None:
+    result = AFIRMACIONES[claim]()
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
+
+
+def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:
+    on_pages = {
+        claim for path in NOTEBOOKS for claim in marked_ids(notebook_markdown(read_notebook(path)))
+    } | {claim for path in PAGES for claim in marked_ids(path.read_text(encoding="utf-8"))}
+    in_code = {
+        claim: relative(path)
+        for path in NOTEBOOKS
+        for claim in asserted_ids(notebook_code(read_notebook(path)))
+    }
+    stale = [
+        f"{where} checks claim {claim}, which no page makes: remove the check or write the claim"
+        for claim, where in sorted(in_code.items())
+        if claim not in on_pages
+    ] + [
+        f"tests/docs/afirmaciones_md.py checks claim {claim}, which no page makes"
+        for claim in sorted(AFIRMACIONES)
+        if claim not in on_pages
+    ]
+    unwritten = sorted(docs_check.claims_checked - set(in_code))
+    stale += [
+        f"a notebook checked claim {claim}, whose afirma call is not literal" for claim in unwritten
+    ]
+    fail(stale)
+
+
+# ── The mechanism itself ─────────────────────────────────────────────────────
+
+NOTEBOOK_02 = next(path for path in NOTEBOOKS if path.stem == "02_durabilidad")
+
+
+def with_a_new_bullet(bullet: str) -> dict:
+    """Notebook 02 with one more bullet in its *Lo que esto enseña* cell (nothing is written)."""
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "lo-que-esto-ensena")
+    text = "".join(cell["source"])
+    last = text.index("\n\nEl cuaderno entero")
+    cell["source"] = text[:last] + "\n" + bullet + text[last:]
+    return notebook
+
+
+def test_a_new_bullet_without_an_id_fails_naming_the_page_and_the_bullet() -> None:
+    notebook = with_a_new_bullet("- Una frase nueva sobre el runtime.")
+    [problem] = unmarked(notebook_claim_blocks(NOTEBOOK_02, notebook), excuses_allowed=False)
+    assert problem == (
+        "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
+        "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 5 states "
+        "something with no claim id: «Una frase nueva sobre el runtime.». Add "
+        "<!-- afirmacion: id -->, and an assertion that checks it."
+    )
+
+
+def test_a_new_bullet_whose_assertion_never_ran_fails_naming_the_page_and_the_bullet() -> None:
+    notebook = with_a_new_bullet(
+        "- Una frase nueva sobre el runtime. <!-- afirmacion: 02.nueva -->"
+    )
+    found = notebook_claim_blocks(NOTEBOOK_02, notebook)
+    checked = {claim for block in found[:-1] for claim in block.ids}  # all but the new one ran
+    how = f'Check it in {NOTEBOOK_02.name} with afirma("<id>", …), in a cell that runs.'
+    [problem] = unchecked(found, checked, how)
+    assert problem == (
+        "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
+        "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 5: claim "
+        "02.nueva was not checked during the docs check («Una frase nueva sobre el runtime.»). "
+        'Check it in 02_durabilidad.ipynb with afirma("<id>", …), in a cell that runs.'
+    )
+
+
+def test_a_claim_page_block_may_say_why_it_claims_nothing_but_a_notebook_bullet_may_not() -> None:
+    page = "- Una definición. <!-- no-afirma: define una palabra -->\n"
+    assert [kind for kind, _ in blocks(page)] == ["item"]
+    from scripts.claims import Block
+
+    excused = Block("p", "bullet 1", page)
+    assert unmarked([excused], excuses_allowed=True) == []
+    assert len(unmarked([excused], excuses_allowed=False)) == 1
+
+
+def test_every_list_item_paragraph_table_row_and_html_block_counts_and_nothing_else() -> None:
+    page = (
+        "# Título\n\nUn párrafo\nen dos líneas.\n\n- una\n- dos\n  sigue\n\n"
+        "| a | b |\n|---|---|\n| fila | uno |\n| fila | dos |\n\n"
+        "```python\nno = 'cuenta'\n```\n\n<figure>\n<p>x</p>\n\n</figure>\n"
+    )
+    assert [(kind, text.split()[0]) for kind, text in blocks(page)] == [
+        ("paragraph", "Un"),
+        ("item", "-"),
+        ("item", "-"),
+        ("row", "|"),
+        ("row", "|"),
+        ("html", "<figure>"),
+    ]
+
+
+def test_afirma_records_what_holds_and_raises_with_the_id_on_what_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    from scripts.claims import RECORD_FOLDER_VARIABLE, read_recorded
+    from scripts.pages import NOTEBOOKS as NOTEBOOK_FOLDER
+
+    monkeypatch.setenv(RECORD_FOLDER_VARIABLE, str(tmp_path))
+    monkeypatch.syspath_prepend(str(NOTEBOOK_FOLDER))
+    sys.modules.pop("comun", None)
+    comun = importlib.import_module("comun")
+    comun.afirma("99.cierta", True, "no se ve")
+    with pytest.raises(AssertionError, match=r"^99\.falsa: el saldo no cuadra$"):
+        comun.afirma("99.falsa", False, "el saldo no cuadra")
+    assert read_recorded(tmp_path) == {"99.cierta"}
