@@ -736,7 +736,7 @@ class Quote:
 
 _N02 = "notebooks/propiedades/02_durabilidad.ipynb"
 QUOTED_OUTPUTS: tuple[Quote, ...] = (
-    Quote("docs/conceptos.md", r"hay (\d+)\s+eventos en disco", _N02, r"journal: (\d+) eventos"),
+    Quote("docs/conceptos.md", r"hay (\d+) eventos en disco", _N02, r"journal: (\d+) eventos"),
     Quote(
         "docs/conceptos.md", r"encuentra (\d+) eventos en disco", _N02, r"journal: (\d+) eventos"
     ),
@@ -781,7 +781,7 @@ NOT_QUOTES: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-_LOOKS_LIKE_OUTPUT = re.compile(r"(?:modelo|herramienta|herram\.) ×\d+|\b\d+ eventos\b")
+_LOOKS_LIKE_OUTPUT = re.compile(r"(?:modelo|herramienta|herram\.)\s+×\d+|\b\d+\s+eventos\b")
 
 
 def quote_problems(name: str, text: str) -> list[str]:
@@ -791,7 +791,7 @@ def quote_problems(name: str, text: str) -> list[str]:
     for quote in (q for q in QUOTED_OUTPUTS if q.page == name):
         block = expected_block(read_notebook(REPO / quote.notebook)).text
         source = re.search(quote.in_block, block, re.M)
-        found = list(re.finditer(quote.on_page, text))
+        found = list(re.finditer(quote.on_page.replace(" ", r"\s+"), text))  # across lines
         if source is None:
             problems.append(
                 f"{name} cites {quote.notebook} with {quote.in_block!r}, which its block no "
@@ -813,7 +813,7 @@ def quote_problems(name: str, text: str) -> list[str]:
                 )
     for page_name, pattern, _why in NOT_QUOTES:
         if page_name == name:
-            covered.extend(m.span() for m in re.finditer(pattern, text))
+            covered.extend(m.span() for m in re.finditer(pattern.replace(" ", r"\s+"), text))
     for match in _LOOKS_LIKE_OUTPUT.finditer(text):
         if not any(start <= match.start() < end for start, end in covered):
             line = text.count("\n", 0, match.start()) + 1

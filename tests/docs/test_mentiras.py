@@ -281,8 +281,10 @@ def conceptos_with(old: str, new: str) -> str:
 
 
 def test_mentira_11_conceptos_quotes_3_events_where_02_prints_4() -> None:
-    text = conceptos_with("encuentra 4 eventos en disco", "encuentra 3 eventos en disco")
-    line = text[: text.index("encuentra 3 eventos")].count("\n") + 1
+    original = (DOCS / "conceptos.md").read_text(encoding="utf-8")
+    text, told = re.subn(r"encuentra 4(\s+)eventos", r"encuentra 3\1eventos", original, count=1)
+    assert told == 1
+    line = text[: text.index("encuentra 3")].count("\n") + 1
     assert first_line(text_problems("docs/conceptos.md", text, markdown_page=True)) == (
         f"docs/conceptos.md line {line} quotes {N02} as «3», but its block prints «4» "
         "('journal: 4 eventos')"
