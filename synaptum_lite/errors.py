@@ -7,8 +7,10 @@
     │   ├── NotAJournal                the file is not a synaptum_lite journal
     │   ├── UnsupportedFormat          written by a newer format version
     │   ├── CorruptJournal             a record that cannot be decoded
+    │   ├── DamagedStore               the store's file is damaged: nothing more is written to it
     │   ├── LockFailed                 the store cannot lock a run (not because it is held)
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
+    │       └── StoreFull              the disk holding the store is full
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
     ├── ReplayDivergence               the journal holds another step at this position
@@ -91,6 +93,23 @@ class CorruptJournal(JournalError):
         )
 
 
+class DamagedStore(JournalError):
+    """The store's file is damaged; nothing more is written to it.
+
+    Runs whose records still read can be read and copied out (`synaptum_lite.transfer`); a
+    damaged run raises `CorruptJournal` naming it and the position.
+    """
+
+    def __init__(self, location: str, detail: str) -> None:
+        self.location = location
+        self.detail = detail
+        super().__init__(
+            f"the journal store {location} is damaged ({detail}); nothing more is written to "
+            "it: restore it from a backup, or copy the runs that still read into a new store "
+            "with synaptum_lite.transfer.copy_run"
+        )
+
+
 class LockFailed(JournalError):
     """The store could not lock a run for a reason other than another driver holding it."""
 
@@ -118,6 +137,13 @@ class StoreUnavailable(JournalError):
             f"the journal store {location} {self.condition} ({detail}); every event appended "
             f"before this is kept: {self.remedy}"
         )
+
+
+class StoreFull(StoreUnavailable):
+    """The disk holding the store is full (or the store reached the size it may have)."""
+
+    condition = "cannot grow: its disk is full"
+    remedy = "free space, then run the agent again with the same run_id"
 
 
 class RunBusy(SynaptumError):

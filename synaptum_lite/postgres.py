@@ -28,6 +28,7 @@ from .errors import (
     ConfigurationError,
     JournalError,
     NotAJournal,
+    StoreFull,
     StoreUnavailable,
     UnsupportedFormat,
 )
@@ -323,6 +324,8 @@ class PostgresCheckpointer:
             try:
                 return await work(link.connection)
             except self._psycopg.Error as exc:
+                if getattr(exc, "sqlstate", None) == _DISK_FULL:  # the session is still fine
+                    raise StoreFull(self.location, f"PostgreSQL: {_first_line(exc)}") from exc
                 if not self._lost(exc):
                     raise
                 self._drop(link)
@@ -386,8 +389,7 @@ class PostgresCheckpointer:
         return isinstance(exc, self._psycopg.OperationalError | self._psycopg.InterfaceError)
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return StoreUnavailable(self.location, f"{type(exc).__name__}: {detail}")
+        return StoreUnavailable(self.location, f"{type(exc).__name__}: {_first_line(exc)}")
 
     # ── statements ────────────────────────────────────────────────────────────────────────
 
@@ -436,6 +438,13 @@ FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s 
 }
 _TABLES = """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
+
+
+_DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _lock_key(schema: str, run_id: str) -> int:
