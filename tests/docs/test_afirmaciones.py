@@ -27,7 +27,7 @@ from scripts.claims import (
     unchecked,
     unmarked,
 )
-from scripts.pages import property_notebooks, read_notebook, relative
+from scripts.pages import DOCS, property_notebooks, read_notebook, relative
 from tests.docs.afirmaciones_md import AFIRMACIONES
 
 # ── The check ────────────────────────────────────────────────────────────────
@@ -55,7 +55,16 @@ def test_every_claim_of_a_notebook_is_checked_by_its_own_run(path: Path, docs_ch
     notebook = read_notebook(path)
     own = set(asserted_ids(notebook_code(notebook)))
     how = f'Check it in {path.name} with afirma("<id>", …), in a cell that runs.'
-    problems = unchecked(notebook_claim_blocks(path, notebook), docs_check.claims_checked, how)
+    bullets = notebook_claim_blocks(path, notebook)
+    problems = unchecked(bullets, docs_check.claims_checked, how)
+    # an id anywhere else in the page (its title, a prose cell) is a claim too
+    in_bullets = {claim for block in bullets for claim in block.ids}
+    problems += [
+        f"{relative(path)}: claim {claim}, outside *Lo que esto enseña*, was not checked "
+        "during the docs check"
+        for claim in marked_ids(notebook_markdown(notebook))
+        if claim not in in_bullets and claim not in docs_check.claims_checked | set(AFIRMACIONES)
+    ]
     problems += [
         f'{relative(path)}: claim {claim} is on its page but no afirma("{claim}", …) is in its '
         "code: a notebook's bullets are checked by the notebook itself"
@@ -77,7 +86,13 @@ def test_every_claim_of_a_claim_page_was_checked(path: Path, docs_check) -> None
         'Check it in a notebook with afirma("<id>", …), or register a function with '
         '@afirmacion("<id>") in tests/docs/afirmaciones_md.py.'
     )
-    fail(unchecked(page_claim_blocks(path), checked, how))
+    problems = unchecked(page_claim_blocks(path), checked, how)
+    problems += [  # an id in a heading is not in any block; it is a claim all the same
+        f"{relative(path)}: claim {claim} was not checked during the docs check"
+        for claim in marked_ids(path.read_text(encoding="utf-8"))
+        if claim not in checked
+    ]
+    fail(sorted(set(problems), key=problems.index))
 
 
 @pytest.mark.parametrize("claim", sorted(AFIRMACIONES))
@@ -127,9 +142,13 @@ def with_a_new_bullet(bullet: str) -> dict:
     return notebook
 
 
+PROBAR = (DOCS / "probar.md").read_text(encoding="utf-8")
+
+
 def test_a_new_bullet_without_an_id_fails_naming_the_page_and_the_bullet() -> None:
     notebook = with_a_new_bullet("- Una frase nueva sobre el runtime.")
     [problem] = unmarked(notebook_claim_blocks(NOTEBOOK_02, notebook), excuses_allowed=False)
+    assert problem + "\n" in PROBAR, "docs/probar.md quotes another failure text"
     assert problem == (
         "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
         "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 5 states "
@@ -146,6 +165,7 @@ def test_a_new_bullet_whose_assertion_never_ran_fails_naming_the_page_and_the_bu
     checked = {claim for block in found[:-1] for claim in block.ids}  # all but the new one ran
     how = f'Check it in {NOTEBOOK_02.name} with afirma("<id>", …), in a cell that runs.'
     [problem] = unchecked(found, checked, how)
+    assert problem + "\n" in PROBAR, "docs/probar.md quotes another failure text"
     assert problem == (
         "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
         "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 5: claim "
