@@ -72,9 +72,20 @@ class DocsCheck:
     claims_checked: set[str] = field(default_factory=set)
 
 
+_docs_check: DocsCheck | None = None
+
+
 @pytest.fixture(scope="session")
 def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
-    global _early_build
+    return run_docs_check(tmp_path_factory)
+
+
+def run_docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
+    """The session's one docs check: tests/site's `docs_check` reads the same runs (a fixture
+    imported into another conftest would run every notebook a second time)."""
+    global _early_build, _docs_check
+    if _docs_check is not None:
+        return _docs_check
     if not _early_build and not _finished_build:  # the build runs while the kernels do
         site_dir = tmp_path_factory.mktemp("site")
         _early_build = (start_build(site_dir), site_dir)
@@ -84,4 +95,5 @@ def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
             runs = dict(zip(notebooks, run_notebooks_sync(notebooks), strict=True))
     finally:
         site_dir, returncode, log = finished_build(tmp_path_factory)
-    return DocsCheck(runs, site_dir, returncode, log, claims_checked)
+    _docs_check = DocsCheck(runs, site_dir, returncode, log, claims_checked)
+    return _docs_check

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.conftest import docs_check, finished_build  # noqa: F401  (a shared fixture)
+from tests.docs.conftest import DocsCheck, finished_build, run_docs_check
 from tests.site.chromium import Browser, find_chromium
 
 INSTALL = "install it with: apt-get install -y chromium (.ci/run does it in CI)"
@@ -25,6 +25,12 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{log}", pytrace=False)
     return site_dir
+
+
+@pytest.fixture(scope="session")
+def docs_check(tmp_path_factory: pytest.TempPathFactory) -> DocsCheck:
+    """The notebooks' runs of the docs check: the same runs as tests/docs, once per session."""
+    return run_docs_check(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

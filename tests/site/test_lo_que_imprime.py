@@ -49,7 +49,8 @@ def test_a_reader_sees_exactly_what_the_notebook_prints(
 ) -> None:
     run = docs_check.runs[notebook]
     if run.problems():
-        pytest.skip(f"{notebook.name} did not run cleanly (tests/docs reports it)")
+        first = run.problems()[0].splitlines()[0]
+        pytest.skip(f"{notebook.name} did not run cleanly (tests/docs reports it): {first}")
     seen = read_block(browser, base_url + page_url(notebook))
     problems = seen_problems(notebook, seen, expected_output_of(run))
     if problems:

@@ -107,7 +107,8 @@ def first_line(problems: list[str]) -> str:
 def seen(notebook: Path, lied_site, browser: Browser, docs_check) -> list[str]:
     run = docs_check.runs[notebook]
     if run.problems():
-        pytest.skip(f"{notebook.name} did not run cleanly (tests/docs reports it)")
+        first = run.problems()[0].splitlines()[0]
+        pytest.skip(f"{notebook.name} did not run cleanly (tests/docs reports it): {first}")
     _, url = lied_site
     return seen_problems(
         notebook, read_block(browser, url + page_url(notebook)), expected_output_of(run)
