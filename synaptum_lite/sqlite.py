@@ -445,7 +445,7 @@ class _Database:
                 raise StoreFull(self.path.name, f"SQLite: {exc}") from exc
             if code == _SQLITE_READONLY:
                 raise StoreUnavailable(
-                    self.path.name, f"this process may only read the file (SQLite: {exc})"
+                    self.path.name, f"this process may only read the file; SQLite says: {exc}"
                 ) from exc
             raise StoreUnavailable(self.path.name, f"{type(exc).__name__}: {exc}") from exc
 
@@ -480,6 +480,8 @@ class _Database:
             }
             connection.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
+            if _primary_code(exc) == _SQLITE_CANTOPEN:
+                raise StoreUnavailable(self.path.name, f"SQLite cannot open it: {exc}") from exc
             raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
         if application_id != APPLICATION_ID and (tables or application_id):
             what = (
@@ -578,7 +580,13 @@ class _Database:
 
 # SQLite's primary result codes this module tells apart (`sqlite3.Error.sqlite_errorcode`
 # holds the extended code; its low byte is the primary one)
-_SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 8, 11, 13, 26
+_SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = (
+    8,
+    11,
+    13,
+    14,
+    26,
+)
 
 
 def _primary_code(exc: sqlite3.Error) -> int | None:

@@ -170,3 +170,49 @@ def test_a_full_disk_says_so_and_keeps_every_event_appended_before(tmp_path):
     )
     assert int(appended.split()[1]) > 0
     assert kept.split()[1] == appended.split()[1]
+
+
+def test_a_read_only_journal_reads_its_closed_run_and_says_why_the_open_one_cannot_go_on(
+    tmp_path,
+):
+    """The journal file (and a lock file a former version left beside it, as another user's
+    would be) mounted read-only: the closed run answers without the right to write; the open
+    one stops before running anything, saying the file can only be read."""
+    namespace = _namespace()
+    if namespace is None:
+        pytest.skip("needs `unshare` allowed to make a mount namespace (Linux) for a bind mount")
+    written = subprocess.run(
+        [sys.executable, "-m", "tests.core.read_only_child", str(tmp_path), "write"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert written.returncode == 0, written.stderr
+    (tmp_path / "runs.db.lock").touch()
+    read_only = " && ".join(
+        f'mount --bind "$1/{name}" "$1/{name}" && mount -o remount,bind,ro "$1/{name}"'
+        for name in ("runs.db", "runs.db.lock")
+    )
+    read = subprocess.run(
+        [
+            *namespace,
+            "sh",
+            "-c",
+            f'{read_only} && exec "$2" -m tests.core.read_only_child "$1" read',
+            "sh",
+            str(tmp_path),
+            sys.executable,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines() == [
+        "cerrado: final hecho, model_calls 0",
+        "abierto: StoreUnavailable: the journal store runs.db is unavailable (this process may "
+        "only read the file; SQLite says: attempt to write a readonly database); every event "
+        "appended before this is kept: run the agent again with the same run_id once it is back",
+    ]
