@@ -11,6 +11,7 @@ import pytest
 
 from synaptum_lite import (
     Agent,
+    ApprovalStep,
     ConfigurationChanged,
     FinalStep,
     MemoryCheckpointer,
@@ -27,6 +28,7 @@ from synaptum_lite import (
     ToolResultNotSerializable,
     ToolStep,
     UncertainEffect,
+    Verdict,
     load_events,
     tool,
 )
@@ -92,15 +94,18 @@ async def stop_at(agent: Agent, session: Session, at: tuple[str, str]) -> None:
                 return
 
 
-async def crash(agent: Agent, session: Session, at: tuple[str, str]) -> MemoryCheckpointer:
+async def crash(
+    agent: Agent, session: Session, at: tuple[str, str], into: Any = None
+) -> MemoryCheckpointer:
     """What a process killed right after receiving the event `at` leaves: the journal as it
-    stands at that instant, copied into a store of its own. (Closing the generator is not a
-    crash: the runtime journals what it knows as it closes. `test_kill` kills for real.)"""
+    stands at that instant, copied into a store of its own (`into`, or a new one in memory).
+    (Closing the generator is not a crash: the runtime journals what it knows as it closes.
+    `test_kill` kills for real.)"""
     steps = agent.run(TASK, session=session)
     async with contextlib.aclosing(steps):
         async for step in steps:
             if reached(step, at):
-                survivor = MemoryCheckpointer()
+                survivor = into if into is not None else MemoryCheckpointer()
                 await import_run(survivor, await export_run(session.checkpointer, session.run_id))
                 return survivor
     raise AssertionError(f"the run never yielded {at}")
@@ -448,3 +453,139 @@ def test_an_invalid_typed_answer_is_explained_to_the_model_in_its_own_words():
         "Your answer is not valid (output.noches must be integer, got 'tres')."
     )
     assert feedback[1].startswith("Your answer is not valid (it is not JSON: ")
+
+
+# ── guarantees each held only because nobody broke them ──────────────────────────────────────
+
+
+def cajero_with(*, idempotent: bool = False, risk: Risk = Risk.READ, cuenta: type = str) -> Agent:
+    """The cashier of `make_agent`, its tool changed under the same name and description."""
+    counter = Counter()
+
+    def consultar_saldo(cuenta: str, contexto: ToolContext) -> str:
+        """Consulta el saldo de una cuenta."""
+        counter.runs += 1
+        return f"{cuenta}: 4.200,00 €"
+
+    consultar_saldo.__annotations__["cuenta"] = cuenta
+    agent = Agent(
+        "cajero",
+        model="guionizado",
+        instructions="Consulta saldos.",
+        tools=[tool(consultar_saldo, risk=risk, idempotent=idempotent)],
+    )
+    agent.counter = counter  # type: ignore[attr-defined]
+    return agent
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [{"idempotent": True}, {"risk": Risk.DESTRUCTIVE}, {"cuenta": int}],
+    ids=["idempotent", "risk", "schema"],
+)
+def test_a_tool_changed_under_the_same_name_refuses_the_resume_naming_tools(changed):
+    store = MemoryCheckpointer()
+    run(drive(cajero_with(), session(store)[0], stop_after=("model", "completed")))
+
+    agent = cajero_with(**changed)
+    with pytest.raises(ConfigurationChanged) as error:
+        run(drive(agent, session(store)[0]))
+    assert error.value.fields == ["tools"]
+    assert error.value.changes["tools"] == (["consultar_saldo"], ["consultar_saldo"])
+    assert agent.counter.runs == 0
+
+
+def test_a_step_of_another_kind_at_a_journaled_position_is_a_divergence_naming_both_kinds():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0], stop_after=("model", "completed")))
+    # the journal claims a model step at position 1, where the loop makes a tool step
+    foreign = ModelStep(
+        run_id="r", step_id="000001-model", phase=Phase.ATTEMPTED, fingerprint="0" * 24
+    )
+    run(store.append("r", [foreign]))
+
+    counter = Counter()
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(make_agent(counter), session(store)[0]))
+    assert divergence.value.step_id == "000001-tool"
+    assert (divergence.value.recorded, divergence.value.produced) == (
+        "a model step",
+        "a tool step",
+    )
+    assert counter.runs == 0
+
+
+def test_a_closed_run_called_with_another_task_is_refused_naming_the_task():
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0]))
+
+    again, gateway = session(store)
+
+    async def other_task() -> list[Any]:
+        return [s async for s in make_agent(Counter()).run("¿Y en ES12?", session=again)]
+
+    with pytest.raises(ConfigurationChanged) as changed:
+        run(other_task())
+    assert changed.value.changes == {"task": (TASK, "¿Y en ES12?")}
+    assert gateway.model_calls == 0
+
+
+def test_replayed_model_calls_are_not_reviewed_by_the_policy_again():
+    reviewed: list[tuple[str, str]] = []
+
+    def policy(proposal):
+        reviewed.append((proposal.step_id, proposal.kind))
+        return Verdict.allow()
+
+    store = MemoryCheckpointer()
+    agent = make_agent(Counter(), idempotent=True)
+    first = Session("r", ScriptedGateway([responder] * 5, policy=policy), store)
+    run(drive(agent, first, stop_after=("tool", "completed")))
+    assert reviewed == [("000000-model", "model"), ("000001-tool", "tool")]
+
+    reviewed.clear()
+    second = Session("r", ScriptedGateway([responder] * 5, policy=policy), store)
+    steps = run(drive(agent, second))
+    assert steps[-1].output == "El saldo es de 4.200,00 €."
+    assert reviewed == [("000002-model", "model")]  # only the call that was paid now
+
+
+def test_every_operator_decision_is_journaled_with_who_took_it(tmp_path: Path):
+    path = tmp_path / "runs.db"
+    # an uncertain step: one run killed after the attempt; a person records the result
+    first, _ = session(MemoryCheckpointer(), "recorded")
+    run(crash(make_agent(Counter()), first, ("tool", "attempted"), SqliteCheckpointer(path)))
+    operator, _ = session(SqliteCheckpointer(path), "recorded")
+    run(operator.record_result("000001-tool", "ES91: 4.200,00 €", by="marta"))
+    # another: a person allows the retry
+    first, _ = session(MemoryCheckpointer(), "retried")
+    run(crash(make_agent(Counter()), first, ("tool", "attempted"), SqliteCheckpointer(path)))
+    operator, _ = session(SqliteCheckpointer(path), "retried")
+    run(operator.allow_retry("000001-tool", by="luis"))
+    # an approval: a person grants it
+    needs_approval = ScriptedGateway(
+        [responder] * 5,
+        policy=lambda p: Verdict.require_approval("mira") if p.tool else Verdict.allow(),
+    )
+    approver = Session("approved", needs_approval, SqliteCheckpointer(path))
+    run(drive(make_agent(Counter()), approver))
+    run(approver.decide("000001-approval", granted=True, by="ana", note="visto"))
+
+    def decisions(run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+        events = run(load_events(SqliteCheckpointer(path), run_id))  # read back from the file
+        return [
+            (e.step_id, e.phase.value, e.decision) for e in events if getattr(e, "decision", None)
+        ]
+
+    assert decisions("recorded") == [
+        ("000001-tool", "completed", {"action": "record", "by": "marta"})
+    ]
+    assert decisions("retried") == [("000001-tool", "resolved", {"action": "retry", "by": "luis"})]
+    [(step, phase, granted)] = decisions("approved")
+    assert (step, phase) == ("000001-approval", "completed")
+    assert {k: granted[k] for k in ("granted", "by", "note")} == {
+        "granted": True,
+        "by": "ana",
+        "note": "visto",
+    }
+    assert isinstance(run(load_events(SqliteCheckpointer(path), "approved"))[-1], ApprovalStep)

@@ -254,6 +254,29 @@ def test_retryable_errors_are_retried_with_backoff_and_retry_after_others_fail_a
     assert (waits, bad.model_calls) == ([], 1)
 
 
+def test_a_retry_after_longer_than_the_cap_waits_the_cap():
+    from synaptum_lite import RetryPolicy
+
+    retry = RetryPolicy(cap=30.0, random=lambda: 1.0)
+    assert retry.delay(1, 3600) == 30.0 == retry.cap
+    assert retry.delay(1, 7) == 7.0
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    gateway = ScriptedGateway(
+        [ProviderError("come back in an hour", retryable=True, status=429, retry_after=3600.0)]
+        + [says("por fin")]
+    )
+    agent = Agent("a", model="m", instructions="i")
+    steps = run(
+        drive(agent, Session("r", gateway, MemoryCheckpointer(), retry=retry, sleep=sleep), "t")
+    )
+    assert steps[-1].output == "por fin" and waits == [30.0]
+
+
 def test_a_failing_non_idempotent_tool_is_not_retried():
     runs = []
 
