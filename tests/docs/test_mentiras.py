@@ -60,7 +60,9 @@ def lied_block(notebook: dict[str, Any]) -> str:
 
 def first_line(problems: list[str]) -> str:
     assert problems, "the check found nothing: the lie got through"
-    return problems[0].splitlines()[0]
+    line = problems[0].splitlines()[0]
+    print(f"first line: {line}")  # `pytest -s` lists each lie with its failure
+    return line
 
 
 def markdown_cell(source: str, cell_id: str, **extra: Any) -> dict[str, Any]:

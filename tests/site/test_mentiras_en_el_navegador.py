@@ -101,7 +101,9 @@ def lied_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
 def first_line(problems: list[str]) -> str:
     assert problems, "the check found nothing: the lie got through"
-    return problems[0].splitlines()[0]
+    line = problems[0].splitlines()[0]
+    print(f"first line: {line}")  # `pytest -s` lists each lie with its failure
+    return line
 
 
 def seen(notebook: Path, lied_site, browser: Browser, docs_check) -> list[str]:
