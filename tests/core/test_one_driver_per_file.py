@@ -139,3 +139,20 @@ def test_a_journal_that_cannot_be_opened_for_its_lock_is_named_not_reported_busy
     assert (error.value.location, error.value.run_id) == ("runs.db", "r")
     assert error.value.cause.startswith(("ENOTDIR", "EEXIST"))
     assert "cannot lock run 'r' in runs.db" in str(error.value)
+
+
+def test_without_ofd_locks_a_symlink_reaches_the_same_flock(tmp_path, monkeypatch):
+    """macOS has no F_OFD_SETLK: its flock files live beside the file's real path."""
+    import fcntl
+
+    monkeypatch.delattr(fcntl, "F_OFD_SETLK")
+    (tmp_path / "alias.db").symlink_to(tmp_path / "runs.db")
+
+    async def scenario():
+        async with SqliteCheckpointer(tmp_path / "runs.db").hold("r"):
+            with pytest.raises(RunBusy):
+                async with SqliteCheckpointer(tmp_path / "alias.db").hold("r"):
+                    pass
+
+    run(scenario())
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == ["runs.db.locks"]
