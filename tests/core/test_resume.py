@@ -180,7 +180,7 @@ def test_a_renamed_tool_at_a_journaled_position_is_a_divergence_naming_the_step(
     assert "consultar_saldo" in str(divergence.value)
 
 
-def test_a_step_of_another_kind_at_a_journaled_position_is_refused():
+def test_a_journaled_tool_step_for_another_call_is_refused():
     store = MemoryCheckpointer()
     agent = make_agent(Counter())
     run(drive(agent, session(store)[0], stop_after=("model", "completed")))
