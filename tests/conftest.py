@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from tests.postgres import store
 
 # Imports are most of a kernel's start-up (about 1 s with .pyc files, 4 s without, here). uv
@@ -17,6 +19,17 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 _stopped_in: list[float] = []
+
+NO_SIGKILL = pytest.mark.skip(
+    reason="SIGKILLs child processes, and Windows has no SIGKILL (marker posix_signals)"
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if sys.platform == "win32":
+        for item in items:
+            if item.get_closest_marker("posix_signals"):
+                item.add_marker(NO_SIGKILL)
 
 
 def pytest_sessionfinish(session, exitstatus):

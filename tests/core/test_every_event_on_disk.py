@@ -28,6 +28,8 @@ from synaptum_lite import load_events
 from .agents import open_store
 from .test_kill import ROOT, STORE_KINDS, store_in
 
+pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
+
 SCENARIOS = ["stream", "approval"]
 # the kinds of event each scenario must hand its consumer, or the test proves less than it says
 KINDS = {
@@ -38,8 +40,15 @@ KINDS = {
 
 def run_child(store: str, run_id: str, scenario: str, kill_at: int) -> tuple[int, list[dict]]:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.core.every_event_child", store, run_id, scenario,
-         str(kill_at)],
+        [
+            sys.executable,
+            "-m",
+            "tests.core.every_event_child",
+            store,
+            run_id,
+            scenario,
+            str(kill_at),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

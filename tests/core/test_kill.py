@@ -23,6 +23,8 @@ from tests.postgres.store import postgres_location
 
 from .agents import ANSWER, open_store
 
+pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
+
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS_OF_A_WHOLE_RUN = 15  # 4 model steps × 2 + 3 tool steps × 2 + the final step
 

@@ -9,7 +9,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from .test_kill import ROOT
+
+pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
 
 
 def child(tmp: Path, scenario: str, action: str) -> subprocess.CompletedProcess[str]:

@@ -24,6 +24,8 @@ from .agents import ANSWER
 from .conftest import run
 from .test_kill import ROOT, effects
 
+pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
+
 
 def worker(store: str, tmp: Path, *flags: str, cwd: Path = ROOT, wait: bool = True):
     command = [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp / "r.effects")]

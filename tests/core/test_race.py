@@ -13,6 +13,8 @@ import pytest
 from .agents import ANSWER
 from .test_kill import ROOT, STORE_KINDS, child, effects, store_in
 
+pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
+
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_a_second_driver_is_refused_at_once_and_a_killed_owner_never_blocks(tmp_path, kind):
