@@ -541,3 +541,29 @@ def _las_fases_se_guardan_en_ingles_y_se_imprimen_en_espanol() -> None:
         "completed": "completado",
         "resolved": "resuelto",
     }
+
+
+@afirmacion("conceptos.no-empezada")
+async def _dejar_de_iterar_antes_de_una_herramienta_la_deja_no_empezada() -> None:
+    done: list[str] = []
+
+    @tool(risk=Risk.HARD_WRITE)
+    def pagar(importe: float) -> str:
+        """Paga."""
+        done.append("pago")
+        return "pagado"
+
+    def responder(request):
+        paid = any(m.role is Role.TOOL for m in request.messages)
+        return says("hecho") if paid else calls("pagar", importe=10.0)
+
+    store = MemoryCheckpointer()
+    session = Session("r", ScriptedGateway([responder] * 3, tools=[pagar]), store)
+    async with contextlib.aclosing(_agent(pagar).run("tarea", session=session)) as steps:
+        async for step in steps:
+            if isinstance(step, ToolStep) and step.phase.value == "attempted":
+                break  # the tool has not begun: this process knows it, and says so
+    assert done == []
+    again = ScriptedGateway([responder] * 3, tools=[pagar])
+    final = (await _drive(_agent(pagar), Session("r", again, store)))[-1]
+    assert (final.output, done) == ("hecho", ["pago"])  # ran once, nobody was asked
