@@ -450,7 +450,12 @@ async def _after_the_last_cell(
     after = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
     replies = {}
     while len(replies) < 2:
-        reply = await client.get_shell_msg()
+        try:
+            reply = await client.get_shell_msg(timeout=0.25)
+        except Empty:
+            if kernel.returncode is not None:
+                raise _KernelDied(f"exited with code {kernel.returncode}") from None
+            continue
         msg_id = reply["parent_header"].get("msg_id")
         if msg_id in (before, after):
             replies[msg_id] = reply["content"].get("user_expressions", {})
