@@ -567,3 +567,32 @@ async def _dejar_de_iterar_antes_de_una_herramienta_la_deja_no_empezada() -> Non
     again = ScriptedGateway([responder] * 3, tools=[pagar])
     final = (await _drive(_agent(pagar), Session("r", again, store)))[-1]
     assert (final.output, done) == ("hecho", ["pago"])  # ran once, nobody was asked
+
+
+@afirmacion("limites.un-candado-por-fichero")
+async def _cualquier_nombre_del_fichero_llega_al_mismo_candado_y_un_enlace_duro_se_rechaza() -> (
+    None
+):
+    import os
+
+    from synaptum_lite import RunBusy
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "runs.db"
+        await _drive(
+            _agent(), Session("r", ScriptedGateway([says("hola")]), SqliteCheckpointer(database))
+        )
+        (Path(folder) / "enlace.db").symlink_to(database)
+        async with SqliteCheckpointer(database).hold("r"):
+            try:
+                async with SqliteCheckpointer(Path(folder) / "enlace.db").hold("r"):
+                    raise AssertionError("a second name of the file took the run's lock")
+            except RunBusy:
+                pass
+        os.link(database, Path(folder) / "duro.db")
+        for name in ("runs.db", "duro.db"):
+            try:
+                async with SqliteCheckpointer(Path(folder) / name).hold("r"):
+                    raise AssertionError(f"{name}, with two hard links, was driven")
+            except ConfigurationError as error:
+                assert "hard link" in str(error)
