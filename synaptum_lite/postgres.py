@@ -279,22 +279,23 @@ class PostgresCheckpointer:
     # ── connections ───────────────────────────────────────────────────────────────────────
 
     async def _on(self, run_id: str, work: Callable[[Any], Awaitable[T]]) -> T:
-        """Run `work` on the connection holding `run_id` when this checkpointer holds it, or
-        on the shared one.
+        """Run `work` on the connection holding `run_id` when a task of this event loop holds it
+        through this checkpointer, or on this loop's shared one (a reader in another thread).
 
         A held run never moves to another connection: if the one holding its lock is gone, so
         is the lock, and the run must stop. The shared connection may have died while unused
         (the server restarted): every call is idempotent, so it is tried once more on a new
         connection."""
         held = self._held.get(run_id)
-        if held is not None:
+        loop = asyncio.get_running_loop()
+        if held is not None and held.loop is loop:  # held by a task of this event loop
             if not held.usable():
                 raise StoreUnavailable(
                     self.location,
                     f"the connection holding run {run_id!r} was lost, and its lock with it",
                 )
             return await self._run(held, work)
-        shared = self._shared.get(asyncio.get_running_loop())
+        shared = self._shared.get(loop)
         fresh = shared is None or not shared.usable()
         try:
             return await self._run(await self._shared_link(), work)

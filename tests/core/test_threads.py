@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from synaptum_lite import Agent, FinalStep, RunBusy, Session
+from synaptum_lite import Agent, FinalStep, RunBusy, Session, load_events
 from synaptum_lite.testing import ScriptedGateway, says
 
 from .conftest import STORES
@@ -116,3 +116,31 @@ def test_threads_with_their_own_loops_are_told_busy_while_another_holds_the_run(
     assert not owner.is_alive()
     assert outcomes == {"busy": THREADS * ROUNDS}
     assert asyncio.run(drive(stores(0), "tomado")) == "final hecho"  # released: it runs now
+
+
+def test_a_thread_reads_a_run_while_another_threads_loop_holds_it(stores):
+    asyncio.run(drive(stores(0), "leido"))
+    held, finish = threading.Event(), threading.Event()
+
+    async def hold_in_a_thread():
+        async with stores(0).hold("leido"):
+            held.set()
+            while not finish.is_set():
+                await asyncio.sleep(0.01)
+
+    owner = threading.Thread(target=asyncio.run, args=(hold_in_a_thread(),), daemon=True)
+    owner.start()
+    assert held.wait(BOUND)
+
+    def work(number):
+        store = stores(number)
+        for _ in range(ROUNDS):
+            events = asyncio.run(load_events(store, "leido"))
+            yield f"{len(events)} events"
+
+    try:
+        outcomes = in_threads(work)
+    finally:
+        finish.set()
+        owner.join(BOUND)
+    assert outcomes == {"3 events": THREADS * ROUNDS}
