@@ -5,16 +5,18 @@ Each command is in `COMMANDS`, with how the tests run it; a command a page shows
 there fails. How, by kind:
 
 - `here`: this file runs it, as written, from the repository root. `uv run [--group G]` only
-  picks the environment, and the tests already run in it, so the rest of the line runs with
-  this interpreter (`uv run --group …` would re-sync the shared environment on every run).
+  picks the environment; when the tests' environment has the program, the rest of the line
+  runs with this interpreter, and otherwise (CI syncs the default groups only) the whole line
+  runs through uv, which installs the group.
 - `test`: a named test runs the same program with the same arguments, on a copy (the update
   command rewrites notebooks; the tests rewrite a temporary one).
 - `suite`: `uv run pytest` and its parts: `.ci/run` runs it, word for word.
 - `ci`: `.ci/run` runs it (the services CI starts; PostgreSQL is not one: the tests start
   their own).
 - `opens`: it opens a program a person uses (JupyterLab, a live server): this file checks that
-  the command parses, the paths it names exist, and that the environment has the program
-  (asking it for `--help` costs JupyterLab five seconds here).
+  the command parses, the paths it names exist, and that the environment has the program or
+  the command's group in pyproject.toml lists it (asking JupyterLab for `--help` costs five
+  seconds here).
 - `measures`: a benchmark of minutes; this file runs it with the smallest arguments it takes,
   or, when even that takes minutes, its `--help` (and says so in `how`).
 
@@ -25,9 +27,11 @@ line is run on every notebook by tests/docs/test_parametros.py, with the same `-
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -161,10 +165,10 @@ def test_the_pages_show_commands_at_all() -> None:
     assert len(pages["README.md"]) >= 12 and len(pages["docs/probar.md"]) >= 6, pages
 
 
-def _runs(argv: tuple[str, ...], **options) -> subprocess.CompletedProcess[str]:
+def _runs(argv: list[str], **options) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "JUPYTER_PLATFORM_DIRS": "1"}
     return subprocess.run(
-        [sys.executable, *argv],
+        argv,
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -184,14 +188,40 @@ def test_the_command_runs(command: str) -> None:
     for word in words:  # every path it names exists
         if "/" in word and not word.startswith("-"):
             assert (REPO / word).exists(), f"`{command}` names {word}, which does not exist"
-    if how.kind == "opens":
+    group = words[words.index("--group") + 1] if "--group" in words else None
+    if how.kind == "opens":  # the program is installed, or the command's group provides it
         program = Path(sys.executable).with_name(how.argv[0])
-        assert program.exists(), f"`{command}` opens {how.argv[0]}, not in {program.parent}"
+        assert program.exists() or _group_provides(group, how.argv[0]), (
+            f"`{command}` opens {how.argv[0]}, which neither this environment nor the group "
+            f"{group!r} of pyproject.toml has"
+        )
         return
-    result = _runs(how.argv)
+    argv = [sys.executable, *how.argv]
+    if how.argv[:1] == ("-m",) and importlib.util.find_spec(how.argv[1]) is None:
+        # Not in this environment (CI syncs the default groups only): run it as the page
+        # writes it, and uv installs its group.
+        uv = shutil.which("uv")
+        if uv is None:
+            pytest.skip(f"`{command}` needs its group {group!r}, and uv is not on PATH")
+        argv = [uv, "run", *(["--group", group] if group else []), *how.argv[1:]]
+    result = _runs(argv)
     allowed = (0, 1) if how.argv[:2] == ("-m", "ruff") else (0,)
     assert result.returncode in allowed, (
         f"`{command}` ({how.how}) exited with {result.returncode}:\n{result.stderr[-2000:]}"
+    )
+
+
+def _group_provides(group: str | None, program: str) -> bool:
+    """The dependency group `group` of pyproject.toml lists the package named like `program`
+    (`jupyter-lab` → `jupyterlab`)."""
+    import tomllib
+
+    groups = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = groups.get("dependency-groups", {}).get(group or "", [])
+    wanted = program.replace("-", "")
+    return any(
+        isinstance(item, str) and re.split(r"[<>=\[ ;]", item)[0].replace("-", "") == wanted
+        for item in listed
     )
 
 
