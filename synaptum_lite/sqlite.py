@@ -93,7 +93,8 @@ _COMPRESS_FROM = 256
 # to the file: closing *any* descriptor of a file drops the POSIX locks the process holds on
 # it, SQLite's own included (its shared lock in WAL mode). So this process opens one
 # descriptor per file (by device and inode), shared by every hold and every connection, and
-# closes it when the last of them ends.
+# closes it when the last of them ends. (A `sqlite3` connection the program opens itself is
+# not counted; closing any descriptor of the file under it is SQLite's own known hazard.)
 #
 # Where there are no open-file-description locks (macOS), each run is a `flock` on a file of
 # its own in `<real path>.locks/`: it follows relative names and symlinks.
