@@ -250,28 +250,43 @@ class SeenBlock:
     problems: list[str]
 
 
-def read_block(browser: Browser, url: str, width: int = 1280, height: int = 800) -> SeenBlock:
+#: The sizes a block is read at: name → (width, height, mobile), as tests/site/test_browser.py.
+READ_SIZES = {"escritorio": (1280, 800, False), "telefono": (390, 844, True)}
+
+
+def read_block(browser: Browser, url: str) -> SeenBlock:
     """Open `url` and read its *Lo que imprime* block as a reader sees it, after the theme's
     CSS and JavaScript: after the load event, the fonts, and `SETTLE` seconds more (a bound: a
-    script that changes the page later than that is not seen)."""
+    script that changes the page later than that is not seen). Read at each of `READ_SIZES`
+    (a style for phones can hide what a desktop shows); a problem names the size."""
+    texts, problems = [], []
     with browser.tab() as tab:
         tab.send("Page.enable")
-        tab.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=width,
-            height=height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-        tab.send("Page.navigate", url=url)
-        tab.wait_for("Page.loadEventFired", time.monotonic() + browser.timeout)
-        tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
-        time.sleep(SETTLE)
-        result = tab.send("Runtime.evaluate", expression=READ_BLOCK, returnByValue=True)
-    if "exceptionDetails" in result:
-        raise RuntimeError(f"reading the block of {url}: {result['exceptionDetails']}")
-    value = result["result"]["value"]
-    return SeenBlock(value["text"], value["problems"])
+        for number, (size, (width, height, mobile)) in enumerate(READ_SIZES.items()):
+            tab.send(
+                "Emulation.setDeviceMetricsOverride",
+                width=width,
+                height=height,
+                deviceScaleFactor=1,
+                mobile=mobile,
+            )
+            if number == 0:
+                tab.send("Page.navigate", url=url)
+                tab.wait_for("Page.loadEventFired", time.monotonic() + browser.timeout)
+                tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
+                time.sleep(SETTLE)
+            else:
+                time.sleep(0.1)  # the new size's layout and media queries
+            result = tab.send("Runtime.evaluate", expression=READ_BLOCK, returnByValue=True)
+            if "exceptionDetails" in result:
+                raise RuntimeError(f"reading the block of {url}: {result['exceptionDetails']}")
+            value = result["result"]["value"]
+            texts.append(value["text"])
+            suffix = "" if number == 0 else f" (at {width}×{height}, {size})"
+            problems.extend(problem + suffix for problem in value["problems"])
+    if texts[1:] != texts[:-1]:
+        problems.append(f"the block's text changes with the size of the screen: {texts!r}")
+    return SeenBlock(texts[0], problems)
 
 
 #: Seconds the page is left to settle after its load event before the block is read.

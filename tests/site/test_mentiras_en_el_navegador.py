@@ -7,7 +7,9 @@ One temporary copy of the site's sources (`mkdocs.yml`, `docs/`, `notebooks/`, `
 1. the theme's JavaScript rewrites the block of 02 after load (`×1` → `×0`);
 2. the theme's CSS cuts the last lines of 03's block (`max-height: 14lh; overflow: hidden`);
 3. 04's *Lo que imprime* cell keeps the true block inside `<div hidden>` and shows a false one;
-4. a link in 05's prose points at a page the site does not have.
+4. a link in 05's prose points at a page the site does not have;
+
+and one more, beyond the issue's list: a style for phones only hides 06's block.
 
 Chromium reads each block as a reader sees it (`read_block`) and compares it with what the
 real notebook printed in the docs check; `broken_links` reads the built copy. Each case
@@ -32,8 +34,8 @@ from tests.site.conftest import serve
 from tests.site.test_lo_que_imprime import seen_problems
 
 PROPIEDADES = NOTEBOOKS / "propiedades"
-N02, N03, N04, N05 = (
-    next(PROPIEDADES.glob(f"{number}_*.ipynb")) for number in ("02", "03", "04", "05")
+N02, N03, N04, N05, N06 = (
+    next(PROPIEDADES.glob(f"{number}_*.ipynb")) for number in ("02", "03", "04", "05", "06")
 )
 
 THEME_LIES = """
@@ -50,6 +52,9 @@ THEME_LIES = """
   {{ super() }}
   {% if page and page.file and page.file.src_uri.startswith("propiedades/03_") %}
   <style>pre:has(> code.language-text) { max-height: 14lh; overflow: hidden; }</style>
+  {% endif %}
+  {% if page and page.file and page.file.src_uri.startswith("propiedades/06_") %}
+  <style>@media (max-width: 600px) { code.language-text { visibility: hidden; } }</style>
   {% endif %}
 {% endblock extrahead %}
 """
@@ -149,4 +154,11 @@ def test_mentira_21_a_broken_link_in_a_notebook(lied_site) -> None:
     site, _ = lied_site
     assert first_line(broken_links(site)) == (
         f"{page_url(N05)}index.html links to ../../limites-del-kit/, which the site does not have"
+    )
+
+
+def test_a_style_for_phones_only_hides_the_block(lied_site, browser: Browser, docs_check) -> None:
+    assert first_line(seen(N06, lied_site, browser, docs_check)) == (
+        f"the page {page_url(N06)} in Chromium: the block is not fully visible: hidden: "
+        "code.language-text has visibility: hidden (at 390×844, telefono)"
     )
