@@ -93,8 +93,9 @@ def test_connections_cut_mid_run_stop_it_with_store_unavailable_and_lose_nothing
 def test_the_database_restarted_mid_run_stops_it_and_the_resume_loses_nothing(effects, tmp_path):
     if not can_restart():
         pytest.skip(
-            "needs a server this test may restart: the embedded one (SYNAPTUM_TEST_POSTGRES_URL "
-            "unset) or one started with scripts/postgres_local.sh"
+            "needs a server this test may restart on the same URL: the embedded one "
+            "(SYNAPTUM_TEST_POSTGRES_URL unset; not on Windows) or one started with "
+            "scripts/postgres_local.sh"
         )
     store = PostgresCheckpointer(require_server(), schema=schema_for(tmp_path))
     seen, lost, paid = run(interrupted_by(restart_server, store))
