@@ -53,6 +53,11 @@
     }
   }
   let covered = null;
+  // An element that ignores the mouse (pointer-events: none) still covers what is under it:
+  // for this measurement every element takes part in hit testing.
+  const everyone = document.createElement("style");
+  everyone.textContent = "*, *::before, *::after { pointer-events: auto !important; }";
+  document.head.append(everyone);
   for (const box of boxes) {
     window.scrollTo(0, box.y - innerHeight / 2);
     const y = box.y - scrollY, x = Math.min(box.x, innerWidth - 1);
@@ -62,6 +67,7 @@
       break;
     }
   }
+  everyone.remove();
   if (covered) problems.push(covered);
   return { text: code.innerText, problems };
 })()

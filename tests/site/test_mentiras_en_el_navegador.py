@@ -9,7 +9,8 @@ One temporary copy of the site's sources (`mkdocs.yml`, `docs/`, `notebooks/`, `
 3. 04's *Lo que imprime* cell keeps the true block inside `<div hidden>` and shows a false one;
 4. a link in 05's prose points at a page the site does not have;
 
-and one more, beyond the issue's list: a style for phones only hides 06's block.
+and two more, beyond the issue's list: a style for phones only hides 06's block, and a layer
+that ignores the mouse (`pointer-events: none`) covers 07's.
 
 Chromium reads each block as a reader sees it (`read_block`) and compares it with what the
 real notebook printed in the docs check; `broken_links` reads the built copy. Each case
@@ -34,8 +35,8 @@ from tests.site.conftest import serve
 from tests.site.test_lo_que_imprime import seen_problems
 
 PROPIEDADES = NOTEBOOKS / "propiedades"
-N02, N03, N04, N05, N06 = (
-    next(PROPIEDADES.glob(f"{number}_*.ipynb")) for number in ("02", "03", "04", "05", "06")
+N02, N03, N04, N05, N06, N07 = (
+    next(PROPIEDADES.glob(f"{number}_*.ipynb")) for number in ("02", "03", "04", "05", "06", "07")
 )
 
 THEME_LIES = """
@@ -52,6 +53,15 @@ THEME_LIES = """
   {{ super() }}
   {% if page and page.file and page.file.src_uri.startswith("propiedades/03_") %}
   <style>pre:has(> code.language-text) { max-height: 14lh; overflow: hidden; }</style>
+  {% endif %}
+  {% if page and page.file and page.file.src_uri.startswith("propiedades/07_") %}
+  <style>
+    pre:has(> code.language-text) { position: relative; }
+    pre:has(> code.language-text)::after {
+      content: ""; position: absolute; inset: 0; pointer-events: none;
+      background: var(--md-code-bg-color);
+    }
+  </style>
   {% endif %}
   {% if page and page.file and page.file.src_uri.startswith("propiedades/06_") %}
   <style>@media (max-width: 600px) { code.language-text { visibility: hidden; } }</style>
@@ -161,4 +171,12 @@ def test_a_style_for_phones_only_hides_the_block(lied_site, browser: Browser, do
     assert first_line(seen(N06, lied_site, browser, docs_check)) == (
         f"the page {page_url(N06)} in Chromium: the block is not fully visible: hidden: "
         "code.language-text has visibility: hidden (at 390×844, telefono)"
+    )
+
+
+def test_a_layer_that_ignores_the_mouse_covers_the_block(
+    lied_site, browser: Browser, docs_check
+) -> None:
+    assert first_line(seen(N07, lied_site, browser, docs_check)).startswith(
+        f"the page {page_url(N07)} in Chromium: the block is not fully visible: covered: pre"
     )
