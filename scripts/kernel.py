@@ -436,17 +436,20 @@ async def _after_the_last_cell(
     within `QUIET_AFTER_LAST_CELL`, and threads or child processes still alive then."""
     from queue import Empty
 
-    late = ""
+    late: list[str] = []
+
+    def note(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "stream":
+            late.append(message["content"]["text"])
+        elif message["msg_type"] in ("execute_result", "display_data", "clear_output"):
+            late.append(f"[{message['msg_type']}]\n")
+
     deadline = time.monotonic() + QUIET_AFTER_LAST_CELL
     while (left := deadline - time.monotonic()) > 0:
         try:
-            message = await client.get_iopub_msg(timeout=left)
+            note(await client.get_iopub_msg(timeout=left))
         except Empty:
             break
-        if message["msg_type"] == "stream":
-            late += message["content"]["text"]
-        elif message["msg_type"] in ("execute_result", "display_data", "clear_output"):
-            late += f"[{message['msg_type']}]\n"
     after = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
     replies = {}
     while len(replies) < 2:
@@ -459,12 +462,23 @@ async def _after_the_last_cell(
         msg_id = reply["parent_header"].get("msg_id")
         if msg_id in (before, after):
             replies[msg_id] = reply["content"].get("user_expressions", {})
+    # Output that arrived between the quiet wait and the question counts too: read IOPub up
+    # to the question's own idle status.
+    while True:
+        message = await _next_iopub(client, kernel)
+        note(message)
+        if (
+            message["msg_type"] == "status"
+            and message["content"]["execution_state"] == "idle"
+            and message["parent_header"].get("msg_id") == after
+        ):
+            break
     start, end = replies[before], replies[after]
     where = f" (after {last.describe()})" if last else ""
     if late:
         left_behind.append(
             f"output arrived after the last cell was idle{where}, which JupyterLab shows and "
-            f"the page cannot:\n{late}"
+            f"the page cannot:\n{''.join(late)}"
         )
     threads = _value(end, "threads") - _value(start, "threads")
     if threads:

@@ -204,7 +204,7 @@ def lied_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lies = {
         "timer": (
             "import threading\n\n"
-            "threading.Timer(1.0, lambda: print('  modelo ×1 · herramienta ×0')).start()"
+            "threading.Timer(5.0, lambda: print('  modelo ×1 · herramienta ×0')).start()"
         ),
         "borrada": (
             "from IPython.display import clear_output\n\n"
