@@ -292,6 +292,25 @@ def test_a_failing_non_idempotent_tool_is_not_retried():
     assert runs == [5.0] and steps[-1].output == "no se pudo cobrar"
 
 
+def test_a_failing_idempotent_tool_is_not_retried_either():
+    # the runtime retries no failed tool: being idempotent makes a retry safe, not automatic
+    runs = []
+
+    @tool(risk=Risk.READ, idempotent=True)
+    def consultar(cuenta: str) -> str:
+        """Consulta."""
+        runs.append(cuenta)
+        raise ConnectionError("el banco no contesta")
+
+    agent = Agent("a", model="m", instructions="i", tools=[consultar])
+    gateway = ScriptedGateway([calls("consultar", cuenta="ES91"), says("no contesta")])
+    store = MemoryCheckpointer()
+    steps = run(drive(agent, Session("r", gateway, store), "t"))
+    assert runs == ["ES91"] and steps[-1].output == "no contesta"
+    [completed] = [s for s in steps if isinstance(s, ToolStep) and s.phase.value == "completed"]
+    assert completed.result.is_error and "ConnectionError" in completed.result.content
+
+
 def test_tool_output_is_capped_where_the_context_is_assembled_and_kept_whole_in_the_journal():
     @tool(risk=Risk.READ, idempotent=True)
     def listar(n: int) -> str:
