@@ -171,21 +171,32 @@ def notebook_claim_blocks(path: Path, notebook: dict[str, Any] | None = None) ->
 
 def page_claim_blocks(path: Path) -> list[Block]:
     """Every block of a claim page, named by the section it is in."""
-    found, section, counts = [], "top", {}
-    text = path.read_text(encoding="utf-8")
+    found, counts = [], {}
     page = relative(path)
-    # Headings name where a block is; `blocks` drops them, so walk the sections.
-    for part in re.split(r"(?m)^(#{1,6}\s+.*)$", text):
-        heading = re.match(r"^#{1,6}\s+(.*)$", part)
-        if heading:
-            section = heading.group(1).strip()
-            continue
+    for section, part in _sections(path.read_text(encoding="utf-8")):
         for kind, body in blocks(part):
             counts[section, kind] = counts.get((section, kind), 0) + 1
             name = {"item": "bullet", "row": "table row"}.get(kind, kind)
             where = f"section «{section}», {name} {counts[section, kind]}"
             found.append(Block(page, where, body))
     return found
+
+
+def _sections(markdown: str) -> list[tuple[str, str]]:
+    """The text under each heading, as (heading, text); a `#` inside a code fence is code."""
+    sections: list[tuple[str, list[str]]] = [("top", [])]
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        stripped = line.strip()
+        if fence is None and (opening := _FENCE.match(line)):
+            fence = opening.group(1)
+        elif fence is not None and stripped.startswith(fence) and set(stripped) == {fence[0]}:
+            fence = None
+        elif fence is None and (heading := re.match(r"^#{1,6}\s+(.*)$", line)):
+            sections.append((heading.group(1).strip(), []))
+            continue
+        sections[-1][1].append(line)
+    return [(heading, "\n".join(lines)) for heading, lines in sections]
 
 
 def marked_ids(markdown: str) -> list[str]:

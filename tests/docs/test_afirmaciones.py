@@ -217,3 +217,13 @@ def test_afirma_records_what_holds_and_raises_with_the_id_on_what_does_not(
     with pytest.raises(AssertionError, match=r"^99\.falsa: el saldo no cuadra$"):
         comun.afirma("99.falsa", False, "el saldo no cuadra")
     assert read_recorded(tmp_path) == {"99.cierta"}
+
+
+def test_a_hash_inside_a_code_fence_is_code_not_a_section(tmp_path: Path) -> None:
+    page = tmp_path / "pagina.md"
+    page.write_text(
+        "## Una sección\n\n```python\n# un comentario\nx = 1\n```\n\nUn párrafo sin id.\n",
+        encoding="utf-8",
+    )
+    [block] = page_claim_blocks(page)
+    assert block.where == "section «Una sección», paragraph 1"
