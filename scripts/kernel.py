@@ -57,14 +57,9 @@ QUIET_AFTER_LAST_CELL = 0.3
 
 #: Evaluated in the kernel before the first cell and after the last one: the threads alive
 #: and the child processes of the kernel (Linux reads them from /proc; elsewhere none are
-#: listed, and only the quiet wait applies). Threads that run a function of synaptum_lite are
-#: left out: the SQLite checkpointer keeps an idle worker per database, which prints nothing.
+#: listed, and only the quiet wait applies). synaptum_lite starts no thread.
 _LEFT_BEHIND = {
-    "threads": (
-        "sorted((t.ident, t.name) for t in __import__('threading').enumerate()"
-        " if not getattr(getattr(t, '_target', None), '__module__', '')"
-        ".startswith('synaptum_lite'))"
-    ),
+    "threads": "sorted((t.ident, t.name) for t in __import__('threading').enumerate())",
     "children": (
         "sorted(int(p) for f in __import__('glob').glob('/proc/self/task/*/children')"
         " for p in open(f).read().split())"
