@@ -9,7 +9,8 @@ commits. Every call runs in place, on the caller's thread (see `SqliteCheckpoint
 One driver per run: `hold` takes an open-file-description lock on one byte of the journal
 file itself, chosen by the run id, so every name of the file reaches the same lock (on macOS,
 a `flock` on a file per run in `<file>.locks/`). The kernel drops it when its owner dies, so a
-killed worker never blocks the resume.
+killed worker never blocks the resume. Where the platform runs one process and has no OS file
+locks (Pyodide, WASI), the run lock is this process's own record of the runs it holds.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import os
 import sqlite3
 import struct
+import sys
 import threading
 import weakref
 import zlib
@@ -199,6 +201,10 @@ def _lock_run(database: Path, locked: _LockedFile, run_id: str) -> Callable[[], 
     A read-only file gets a shared lock: any number of readers, never while a driver holds
     the run. Raises `LockFailed` when locking fails for another reason (the file system has no
     locks, say), and `ConfigurationError` where there are no POSIX file locks at all."""
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    offset = _RUN_LOCKS_FROM + (digest >> 3)
+    if _single_process_platform():
+        return _hold_in_process(locked, offset)
     try:
         import fcntl  # imported here: the package itself imports on any platform
     except ImportError:
@@ -206,8 +212,6 @@ def _lock_run(database: Path, locked: _LockedFile, run_id: str) -> Callable[[], 
             "SqliteCheckpointer needs POSIX file locks (Linux or macOS) to give a run one "
             "driver; on this platform use MemoryCheckpointer or PostgresCheckpointer"
         ) from None
-    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
-    offset = _RUN_LOCKS_FROM + (digest >> 3)
     ofd = getattr(fcntl, "F_OFD_SETLK", None)
     with _FILES_LOCK:
         if offset in locked.held:
@@ -237,6 +241,31 @@ def _lock_run(database: Path, locked: _LockedFile, run_id: str) -> Callable[[], 
                 release()
             finally:
                 locked.held.discard(offset)
+
+    return release_run
+
+
+def _single_process_platform() -> bool:
+    """True where this Python is the only process that reaches its files and the OS has no
+    file locks to give: Pyodide (Emscripten) and WASI.
+
+    There `fcntl` exists but locks nothing (under Pyodide 314, `F_OFD_SETLK` fails with
+    EINVAL and `flock` succeeds on two descriptors of one file at once), so none is attempted.
+    Files the host shares with another process (a Node `NODEFS` mount, say) are not
+    protected between those processes: each Pyodide is its own single process."""
+    return sys.platform in ("emscripten", "wasi")
+
+
+def _hold_in_process(locked: _LockedFile, offset: int) -> Callable[[], None] | None:
+    """The run lock of a single-process platform: exact, because every driver is in `held`."""
+    with _FILES_LOCK:
+        if offset in locked.held:
+            return None
+        locked.held.add(offset)
+
+    def release_run() -> None:
+        with _FILES_LOCK:
+            locked.held.discard(offset)
 
     return release_run
 

@@ -20,14 +20,49 @@ STORES: dict[str, Callable[[Path], Any]] = {
 }
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=[*sorted(STORES), "sqlite-single-process"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
-    """Make checkpointers on one shared store (same file, or same memory object)."""
+    """Make checkpointers on one shared store (same file, or same memory object).
+
+    `sqlite-single-process` is SQLite with the run lock of Pyodide and WASI forced on."""
     if request.param == "memory":
         shared = MemoryCheckpointer()
         return lambda: shared
+    if request.param == "sqlite-single-process":
+        os_locks = single_process_platform(request.getfixturevalue("monkeypatch"))
+        request.addfinalizer(lambda: _no_os_lock_was_taken(os_locks))
+        return lambda: SqliteCheckpointer(tmp_path / "runs.db")
     return lambda: STORES[request.param](tmp_path)
 
 
 def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coroutine)
+
+
+def single_process_platform(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make this process take the SQLite run lock as under Pyodide (`sys.platform` is
+    "emscripten" there), and record every OS lock call: the list it returns must stay empty.
+
+    Only the platform test is forced; the rest of the process stays Linux, where `fcntl`
+    really locks, so a lock attempted by mistake would show in the list, and would work."""
+    import fcntl
+
+    from synaptum_lite import sqlite
+
+    attempted: list[str] = []
+
+    def recorded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            attempted.append(name)
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(sqlite, "_single_process_platform", lambda: True)
+    monkeypatch.setattr(fcntl, "fcntl", recorded("fcntl", fcntl.fcntl))
+    monkeypatch.setattr(fcntl, "flock", recorded("flock", fcntl.flock))
+    return attempted
+
+
+def _no_os_lock_was_taken(attempted: list[str]) -> None:
+    assert attempted == [], f"an OS lock was attempted on a single-process platform: {attempted}"
