@@ -1,0 +1,82 @@
+"""The property notebooks in a reader's browser: which ones can run there, and what the run needs.
+
+Pyodide (CPython compiled to WebAssembly) is pinned in `package.json` and installed from the npm
+registry with `npm ci` into `node_modules/pyodide/`. The site serves it itself
+(`docs/_hooks/navegador.py` copies it into `navegador/pyodide/` of the built site) along with
+`navegador/repo.zip`, the files of this checkout a notebook imports (`package_archive`): nothing
+comes from another origin. The same archive and the same Pyodide run the notebooks under Node
+in `tests/navegador/`, and in Chromium in `tests/site/test_en_el_navegador.py`.
+
+A notebook that needs a real process (02 and 06 SIGKILL a child, 08 starts a second worker)
+cannot run in a browser: Pyodide is one process. Its page says so, and how to run it locally.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from scripts.pages import NOTEBOOKS, REPO, property_notebooks
+
+PYODIDE = REPO / "node_modules" / "pyodide"
+
+#: The files of the npm package `pyodide` a page needs to run Python (the rest are maps,
+#: types and demo consoles).
+PYODIDE_FILES = (
+    "pyodide.js",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+    "package.json",
+)
+
+#: Notebooks that cannot run in a browser, and why (said on their page, where the run would be).
+NEEDS_A_PROCESS = {
+    "02_durabilidad": "mata con SIGKILL un proceso hijo de verdad",
+    "06_kill_9": "mata con SIGKILL un proceso hijo de verdad en cada frontera del run",
+    "08_concurrencia": "arranca un segundo trabajador en otro proceso y lo mata con SIGKILL",
+}
+
+#: Where the repository's files sit in Pyodide's file system; a notebook runs in
+#: `<REPO_IN_PYODIDE>/notebooks/propiedades`, as in JupyterLab.
+REPO_IN_PYODIDE = "/repo"
+
+MISSING = (
+    "Pyodide is not installed in node_modules/ (the in-browser run of the property pages needs "
+    "it): run `npm ci` at the repository root (Node.js and npm: apt-get install -y nodejs npm)"
+)
+
+
+class PyodideMissing(RuntimeError):
+    """`node_modules/pyodide` is missing or incomplete; the message says how to install it."""
+
+
+def browser_notebooks() -> list[Path]:
+    """The property notebooks that run in a browser, in order."""
+    return [path for path in property_notebooks() if path.stem not in NEEDS_A_PROCESS]
+
+
+def pyodide_files() -> list[Path]:
+    """The Pyodide files the site serves; raises `PyodideMissing` saying how to get them."""
+    files = [PYODIDE / name for name in PYODIDE_FILES]
+    if not all(path.is_file() for path in files):
+        raise PyodideMissing(MISSING)
+    return files
+
+
+def package_archive() -> bytes:
+    """A zip of what a notebook imports from this checkout, at its repository path:
+    `synaptum_lite/` and `notebooks/comun.py` (and the notebooks' own helper modules)."""
+    members = sorted((REPO / "synaptum_lite").rglob("*.py"))
+    members += [NOTEBOOKS / "comun.py", *sorted((NOTEBOOKS / "propiedades").glob("_*.py"))]
+    members.append(REPO / "synaptum_lite" / "py.typed")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in members:
+            if path.is_file():
+                info = zipfile.ZipInfo(path.relative_to(REPO).as_posix(), (2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
