@@ -1,0 +1,512 @@
+"""The operator's command line, `synaptum-lite`: list runs, read one, resolve what waits for a
+person, export and import. Built on the package's public API only.
+
+A store is a SQLite file or a PostgreSQL URL (`postgresql://user@host/db`, with the schema
+after `#` or in `--schema`). Output is plain text that fits 80 columns unless stdout is a
+terminal (then its width) or `--width` says otherwise; nothing printed holds a clock or a
+path the store does not name, and a password in a URL is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import (
+    ApprovalStep,
+    Checkpointer,
+    DelegationStep,
+    FinalStep,
+    LocalGateway,
+    ModelStep,
+    NothingToResolve,
+    Phase,
+    RunBusy,
+    Session,
+    SqliteCheckpointer,
+    Step,
+    SynaptumError,
+    ToolStep,
+    Usage,
+    load_events,
+    run_usage,
+)
+from .transfer import export_run, import_run
+
+EXIT_CODES = """exit codes:
+  0  done
+  1  the store failed or holds something else (not a journal, unreachable, damaged)
+  2  bad usage: an unknown option, a bad URL or schema, conflicting options
+  3  not found: no such file, run or step
+  4  the step is not waiting for that decision (nothing was written)
+  5  a driver holds the run now (nothing was written): wait for it, or stop it
+
+phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
+
+STATES = ("closed", "open", "held", "approval", "uncertain")
+
+
+class Failure(Exception):
+    """What the command line tells the operator, and its exit code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def say(line: str = "") -> None:
+    """One line of output (stdout is the command's result; errors go to stderr)."""
+    sys.stdout.write(line + "\n")
+
+
+# ── the store ──────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Store:
+    """A checkpointer, how to name it to people, and how to list its runs."""
+
+    checkpointer: Checkpointer
+    label: str
+    secret: str = ""  # the URL's password: never printed
+    url: str = ""  # a PostgreSQL store's URL and schema
+    schema: str = ""
+
+
+def open_store(location: str, schema: str | None, *, create: bool = False) -> Store:
+    """The store `location` names. Raises `Failure` (exit 2 or 3) when it cannot be used."""
+    if location.startswith(("postgresql://", "postgres://")):
+        url, _, fragment = location.partition("#")
+        secret = urllib.parse.urlsplit(url).password or ""
+        if fragment and schema and fragment != schema:
+            raise Failure(2, f"two schemas given: #{fragment} and --schema {schema}; give one")
+        from .postgres import PostgresCheckpointer
+
+        try:
+            store = PostgresCheckpointer(url, schema=fragment or schema or "synaptum_lite")
+        except SynaptumError as exc:
+            raise Failure(2, _redact(str(exc), secret)) from None
+        return Store(store, store.location, secret, url, store.schema)
+    if schema:
+        raise Failure(2, f"--schema is for a PostgreSQL URL; {location} is a SQLite file")
+    path = Path(location)
+    if path.is_dir():
+        raise Failure(3, f"{location} is a folder, not a journal file; name the .db file")
+    if not create and not path.exists():
+        raise Failure(3, f"{location} does not exist; name a journal file or a PostgreSQL URL")
+    if not create and path.stat().st_size == 0:
+        raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
+    return Store(SqliteCheckpointer(path), path.name)
+
+
+async def check_journal(store: Store) -> None:
+    """Refuse a PostgreSQL schema that holds no journal (reading must not create one)."""
+    if isinstance(store.checkpointer, SqliteCheckpointer):
+        return  # `open_store` refused a missing or empty file
+    import psycopg
+
+    url, schema = store.url, store.schema
+    try:
+        async with await psycopg.AsyncConnection.connect(url, connect_timeout=10) as connection:
+            cursor = await connection.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',))
+            found = await cursor.fetchone()
+    except psycopg.Error as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Failure(
+            1, f"cannot reach {store.label}: {detail}; check the URL and the server"
+        ) from None
+    if found is None or found[0] is None:
+        raise Failure(
+            3,
+            f"{store.label} holds no synaptum_lite journal; check the URL and the schema "
+            "(#schema or --schema)",
+        )
+
+
+async def run_ids(store: Store) -> list[str]:
+    """Every run of the store, in the order they were started, sub-runs included.
+
+    No store lists its runs through the `Checkpointer` protocol, so this reads the one table
+    both stores name `runs` (read-only), after the store itself has checked what it is."""
+    checkpointer = store.checkpointer
+    listed = getattr(checkpointer, "run_ids", None)
+    if callable(listed):
+        return list(listed())
+    await checkpointer.load("-")  # the store says NotAJournal, UnsupportedFormat, unreachable
+    if isinstance(checkpointer, SqliteCheckpointer):
+        import sqlite3
+
+        uri = checkpointer.path.resolve().as_uri() + "?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            return [row[0] for row in connection.execute("SELECT run_id FROM runs ORDER BY id")]
+    import psycopg
+
+    url, schema = store.url, store.schema
+    async with await psycopg.AsyncConnection.connect(url) as connection:
+        cursor = await connection.execute(f'SELECT run_id FROM "{schema}".runs ORDER BY id')
+        return [row[0] for row in await cursor.fetchall()]
+
+
+async def is_held(store: Store, run_id: str) -> bool:
+    """Whether a driver holds the run now: taken and released at once, never waited for.
+
+    A driver that asks for the run in that instant is told it is busy, as it would be by
+    any other holder; nothing blocks."""
+    try:
+        async with store.checkpointer.hold(run_id):
+            return False
+    except RunBusy:
+        return True
+
+
+# ── a run as the operator reads it ─────────────────────────────────────────────────────────
+
+
+@dataclass
+class StepView:
+    """One step's events, in order, and what it waits for (approval, uncertain, or '')."""
+
+    step_id: str
+    events: list[Step] = field(default_factory=list)
+    waiting: str = ""
+
+
+@dataclass
+class RunView:
+    run_id: str
+    header: dict[str, Any]
+    events: int
+    steps: list[StepView]
+    final: FinalStep | None
+    usage: Usage
+    held: bool = False
+
+    @property
+    def state(self) -> str:
+        if self.final is not None:
+            return "closed"
+        if self.held:
+            return "held"
+        waiting = [s.waiting for s in self.steps if s.waiting]
+        return waiting[-1] if waiting else "open"
+
+    @property
+    def detail(self) -> str:
+        if self.final is not None:
+            return self.final.reason or "answered"
+        for step in self.steps:
+            if step.waiting:
+                return f"{step.step_id}: {_call_of(step)}"
+        return ""
+
+
+async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> RunView:
+    """The run as the journal holds it. Raises `Failure` (3) when the store has no such run."""
+    state = await store.checkpointer.load(run_id)
+    if state.header is None:
+        raise Failure(3, f"no run {run_id!r} in {store.label}; list them: synaptum-lite runs")
+    events = await load_events(store.checkpointer, run_id)
+    tools = state.header.get("agent", {}).get("tools", {})
+    steps: dict[str, StepView] = {}
+    for event in events:
+        steps.setdefault(event.step_id, StepView(event.step_id)).events.append(event)
+    for view in steps.values():
+        view.waiting = _waiting(view, tools)
+    usage = (await run_usage(store.checkpointer, run_id)).total
+    run = RunView(run_id, state.header, len(events), list(steps.values()), state.final, usage)
+    if check_held and not run.final:
+        run.held = await is_held(store, run_id)
+    return run
+
+
+def _waiting(view: StepView, tools: dict[str, Any]) -> str:
+    """What a person must decide for this step: 'approval', 'uncertain', or nothing."""
+    attempted = [e for e in view.events if e.phase is Phase.ATTEMPTED]
+    if not attempted or any(e.phase is Phase.COMPLETED for e in view.events):
+        return ""
+    latest = attempted[-1]
+    if isinstance(latest, ApprovalStep):
+        return "approval"
+    if not isinstance(latest, ToolStep) or isinstance(latest, DelegationStep):
+        return ""  # a model call or a delegation runs again on resume
+    if tools.get(latest.call.name, {}).get("idempotent", False):
+        return ""  # an idempotent tool simply runs again
+    for event in view.events:
+        if isinstance(event, ToolStep) and event.phase is Phase.RESOLVED and event.decision:
+            if event.attempt == latest.attempt and event.decision.get("action") in (
+                "retry",
+                "not_started",
+            ):
+                return ""
+    return "uncertain"
+
+
+def _call_of(view: StepView) -> str:
+    for event in view.events:
+        if isinstance(event, ToolStep | ApprovalStep) and event.phase is Phase.ATTEMPTED:
+            call = event.call
+            if isinstance(call.arguments, str):
+                return f"{call.name}({call.arguments!r})"
+            arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+            return f"{call.name}({arguments})"
+    return ""
+
+
+def _tokens(usage: Usage) -> str:
+    def count(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    return f"{count(usage.input_tokens)}/{count(usage.output_tokens)}"
+
+
+def _cut(text: str, width: int) -> str:
+    text = text.replace("\r", " ").replace("\n", " ")
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+# ── the commands ───────────────────────────────────────────────────────────────────────────
+
+
+async def command_runs(args: argparse.Namespace, store: Store, width: int) -> None:
+    views = [await read_run(store, run_id) for run_id in await run_ids(store)]
+    wanted = {"waiting": ("approval", "uncertain")}.get(args.state, (args.state,))
+    views = [v for v in views if args.state is None or v.state in wanted]
+    if args.json:
+        for v in views:
+            row = {"run": v.run_id, "state": v.state, "events": v.events, "detail": v.detail}
+            row["usage"] = {"in": v.usage.input_tokens, "out": v.usage.output_tokens}
+            say(json.dumps(row, ensure_ascii=False))
+        return
+    if not views:
+        say(f"no runs in {store.label}" + (f" in state {args.state}" if args.state else ""))
+        return
+    name = max(3, *(len(v.run_id) for v in views))
+    say(f"{'RUN':<{name}}  {'STATE':<9}  {'EVENTS':>6}  {'TOKENS':<9}  DETAIL")
+    for v in views:
+        line = f"{v.run_id:<{name}}  {v.state:<9}  {v.events:>6}  {_tokens(v.usage):<9}  "
+        say((line + _cut(v.detail, max(width - len(line), 10))).rstrip())
+
+
+async def command_show(args: argparse.Namespace, store: Store, width: int) -> None:
+    run = await read_run(store, args.run)
+    agent = run.header.get("agent", {})
+    say(f"run {run.run_id} · agent {agent.get('name')} · model {agent.get('model')}")
+    say(_cut(f"task: {run.header.get('task', '')}", width))
+    state = run.state + (f" ({run.detail})" if run.state == "closed" else "")
+    say(f"{state} · {run.events} events · tokens in/out {_tokens(run.usage)}")
+    say()
+    say(f"{'STEP':<16}{'PHASES':<8}WHAT")
+    indent = " " * 24
+    for step in run.steps:
+        phases = " ".join(e.phase.value[0] for e in step.events)
+        what, notes = _describe(step, args.times)
+        say(_cut(f"{step.step_id:<16}{phases:<8}{what}", width).rstrip())
+        for note in notes:
+            say(_cut(indent + note, width))
+
+
+def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
+    """One line for the step, and a note per attempt, decision or wait."""
+    notes: list[str] = []
+    first = step.events[0]
+    what = _call_of(step)
+    for event in step.events:
+        if event.attempt > 1 and event.phase is Phase.ATTEMPTED:
+            notes.append(f"attempt {event.attempt}")
+        decision = getattr(event, "decision", None)
+        if isinstance(event, ApprovalStep) and event.phase is not Phase.ATTEMPTED and decision:
+            verdict = "granted" if decision.get("granted") else "denied"
+            if event.phase is Phase.RESOLVED:
+                verdict = "not now (denied, may be decided again)"
+            note = f"{verdict} by {decision.get('by')}"
+            note += f": {decision['note']}" if decision.get("note") else ""
+            notes.append(note + (f" at {decision.get('at')}" if times else ""))
+        elif isinstance(event, ToolStep) and decision:
+            action = decision.get("action")
+            said = {
+                "retry": "retry allowed",
+                "record": "result recorded",
+                "not_started": "never began: runs again",
+            }.get(str(action), str(action))
+            notes.append(f"{said} by {decision['by']}" if "by" in decision else said)
+        if isinstance(event, ToolStep) and event.result is not None:
+            notes.append(f"→ {event.result.content}")
+        if isinstance(event, ModelStep) and event.response is not None:
+            response = event.response
+            if response.tool_calls:
+                what = "asks for " + ", ".join(c.name for c in response.tool_calls)
+            else:
+                what = f"says «{response.text or ''}»"
+    if isinstance(first, FinalStep):
+        what = first.reason or "answered"
+    if isinstance(first, ApprovalStep) and first.reason:
+        notes.insert(0, f"asks approval: {first.reason}")
+    if step.waiting == "approval":
+        notes.append("waits for approval: resolve --approve or --deny")
+    if step.waiting == "uncertain":
+        notes.append("uncertain effect: resolve --result TEXT or --retry")
+    return what, notes
+
+
+async def command_resolve(args: argparse.Namespace, store: Store, width: int) -> None:
+    run = await read_run(store, args.run, check_held=False)
+    step = next((s for s in run.steps if s.step_id == args.step), None)
+    if step is None:
+        ids = ", ".join(s.step_id for s in run.steps)
+        raise Failure(3, f"run {args.run!r} has no step {args.step} (it has: {ids})")
+    wanted = "approval" if args.approve or args.deny else "uncertain"
+    if step.waiting != wanted:
+        now = {"approval": "an approval", "uncertain": "an uncertain effect"}.get(step.waiting)
+        what = f"waits for {now}" if now else "is waiting for nobody"
+        flags = {"approval": "--approve or --deny", "uncertain": "--result TEXT or --retry"}
+        raise Failure(
+            4,
+            f"run {args.run!r}, step {args.step} {what}, not for {_flag(args)}; nothing was "
+            + ("written: " + f"use {flags[step.waiting]}" if now else "written: see it with show"),
+        )
+    session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
+    if args.retry:
+        await session.allow_retry(args.step, by=args.by)
+        say(f"{args.run} {args.step}: retry allowed by {args.by}")
+    elif args.result is not None:
+        await session.record_result(args.step, args.result, by=args.by)
+        say(f"{args.run} {args.step}: result recorded by {args.by}")
+    else:
+        await session.decide(args.step, granted=args.approve, by=args.by, note=args.reason)
+        say(f"{args.run} {args.step}: {'granted' if args.approve else 'denied'} by {args.by}")
+    say("the run goes on when its agent runs it again with the same run_id")
+
+
+def _flag(args: argparse.Namespace) -> str:
+    if args.retry:
+        return "--retry"
+    if args.result is not None:
+        return "--result"
+    return "--approve" if args.approve else "--deny"
+
+
+async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
+    await read_run(store, args.run, check_held=False)
+    for line in await export_run(store.checkpointer, args.run):
+        sys.stdout.write(line + "\n")
+
+
+async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
+    text = sys.stdin.read()
+    run_id = _first_run_id(text)
+    before = (await store.checkpointer.load(run_id)).next_seq if run_id else 0
+    run_id = await import_run(store.checkpointer, text)
+    after = (await store.checkpointer.load(run_id)).next_seq
+    say(f"imported run {run_id} into {store.label}: {after} events, {after - before} new")
+
+
+def _first_run_id(text: str) -> str | None:
+    """The run id the export's first line names, when it names one (else the import says)."""
+    try:
+        run_id = json.loads(text.split("\n", 1)[0]).get("run_id")
+    except (ValueError, AttributeError):
+        return None
+    return run_id if isinstance(run_id, str) and run_id else None
+
+
+# ── the parser and the entry point ─────────────────────────────────────────────────────────
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="synaptum-lite",
+        description="Read and resolve durable runs in a journal store.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text, epilog=EXIT_CODES)
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        sub.add_argument("store", metavar="STORE", help="a SQLite file or a PostgreSQL URL")
+        sub.add_argument("--schema", help="the PostgreSQL schema (default synaptum_lite)")
+        sub.add_argument("--width", type=int, help="columns of output (default 80)")
+        return sub
+
+    runs = command("runs", "every run, with its state and usage")
+    runs.add_argument("--state", choices=(*STATES, "waiting"), help="only runs in this state")
+    runs.add_argument("--json", action="store_true", help="one JSON object per run")
+    show = command("show", "a run's timeline: steps, phases, calls, decisions")
+    show.add_argument("run", metavar="RUN")
+    show.add_argument("--times", action="store_true", help="when people decided (if journaled)")
+    resolve = command("resolve", "record a person's decision on a waiting step")
+    resolve.add_argument("run", metavar="RUN")
+    resolve.add_argument("step", metavar="STEP")
+    decision = resolve.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--retry", action="store_true", help="the effect did not happen")
+    decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
+    decision.add_argument("--approve", action="store_true", help="grant an approval request")
+    decision.add_argument("--deny", action="store_true", help="deny an approval request")
+    resolve.add_argument("--reason", default="", help="why (kept with a denial or grant)")
+    resolve.add_argument("--by", default="operator", help="who decides (default operator)")
+    export = command("export", "write a run as JSON lines to stdout")
+    export.add_argument("run", metavar="RUN")
+    command("import", "read an exported run from stdin into STORE")
+    return top
+
+
+COMMANDS = {
+    "runs": command_runs,
+    "show": command_show,
+    "resolve": command_resolve,
+    "export": command_export,
+    "import": command_import,
+}
+
+
+async def _run(args: argparse.Namespace, store: Store, width: int) -> None:
+    if args.command != "import":
+        await check_journal(store)
+    await COMMANDS[args.command](args, store, width)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see `EXIT_CODES`)."""
+    args = parser().parse_args(argv)
+    width = args.width or (shutil.get_terminal_size().columns if sys.stdout.isatty() else 80)
+    secret = ""
+    try:
+        store = open_store(args.store, args.schema, create=args.command == "import")
+        secret = store.secret
+        asyncio.run(_run(args, store, max(width, 40)))
+        return 0
+    except Failure as failure:
+        return _fail(failure.code, str(failure), secret)
+    except RunBusy as exc:
+        return _fail(5, f"{exc}; nothing was written", secret)
+    except NothingToResolve as exc:
+        return _fail(4, str(exc), secret)
+    except SynaptumError as exc:
+        return _fail(1, str(exc), secret)
+    except ImportError as exc:
+        return _fail(2, f"{exc}; install the extra: pip install 'synaptum-lite[postgres]'", "")
+    except Exception as exc:  # a driver's own error (psycopg's): said, never a traceback
+        return _fail(1, f"{type(exc).__name__}: {str(exc).strip()}", secret)
+
+
+def _fail(code: int, message: str, secret: str) -> int:
+    sys.stderr.write(f"synaptum-lite: {_redact(message, secret)}\n")
+    return code
+
+
+def _redact(text: str, secret: str) -> str:
+    if not secret:
+        return text
+    for form in {secret, urllib.parse.quote(secret, safe="")}:
+        text = text.replace(form, "***")
+    return text
