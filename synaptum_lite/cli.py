@@ -371,7 +371,8 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
         raise Failure(
             4,
             f"run {args.run!r}, step {args.step} {what}, not for {_flag(args)}; nothing was "
-            + ("written: " + f"use {flags[step.waiting]}" if now else "written: see it with show"),
+            "written: "
+            + (f"use {flags[step.waiting]}" if now else "see what waits with " + _WAITS),
         )
     session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
     if args.retry:
@@ -384,6 +385,9 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
         await session.decide(args.step, granted=args.approve, by=args.by, note=args.reason)
         say(f"{args.run} {args.step}: {'granted' if args.approve else 'denied'} by {args.by}")
     say("the run goes on when its agent runs it again with the same run_id")
+
+
+_WAITS = "synaptum-lite runs STORE --state waiting"
 
 
 def _flag(args: argparse.Namespace) -> str:
