@@ -2,9 +2,9 @@
 person, export and import. Built on the package's public API only.
 
 A store is a SQLite file or a PostgreSQL URL (`postgresql://user@host/db`, with the schema
-after `#` or in `--schema`). Output is plain text that fits 80 columns unless stdout is a
-terminal (then its width) or `--width` says otherwise; nothing printed holds a clock or a
-path the store does not name, and a password in a URL is never printed.
+after `#` or in `--schema`). Output is plain text 80 columns wide, or as wide as `--width`,
+`COLUMNS` or the terminal says; nothing printed holds a clock or a path the store does not
+name, and a password in a URL is never printed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import sys
 import urllib.parse
@@ -482,7 +483,8 @@ async def _run(args: argparse.Namespace, store: Store, width: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see `EXIT_CODES`)."""
     args = parser().parse_args(argv)
-    width = args.width or (shutil.get_terminal_size().columns if sys.stdout.isatty() else 80)
+    told = sys.stdout.isatty() or "COLUMNS" in os.environ  # else 80, whatever runs it
+    width = args.width or (shutil.get_terminal_size().columns if told else 80)
     secret = ""
     try:
         store = open_store(args.store, args.schema, create=args.command == "import")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def cli(*args: str, stdin: str | None = None, cwd: Path = ROOT) -> subprocess.Co
         [sys.executable, "-m", "synaptum_lite", *args],
         cwd=cwd,
         input=stdin,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},  # 80 columns, as documented
         capture_output=True,
         text=True,
         timeout=60,
