@@ -48,7 +48,7 @@ from scripts.pages import DOCS, read_notebook, relative, source_of, title_of
 RECORD_FOLDER_VARIABLE = "AFIRMACIONES_COMPROBADAS"
 
 #: The pages whose every block is a claim or says why it is not.
-CLAIM_PAGES = ("conceptos.md", "limites.md", "glosario.md")
+CLAIM_PAGES = ("conceptos.md", "limites.md", "glosario.md", "figuras.md", "otros-sistemas.md")
 
 #: The heading of a notebook's claims.
 CLAIMS_HEADING = "Lo que esto enseña"

@@ -596,3 +596,18 @@ async def _cualquier_nombre_del_fichero_llega_al_mismo_candado_y_un_enlace_duro_
                     raise AssertionError(f"{name}, with two hard links, was driven")
             except ConfigurationError as error:
                 assert "hard link" in str(error)
+
+
+# ── Figuras ──────────────────────────────────────────────────────────────────
+
+
+@afirmacion("figuras.fila-del-journal")
+def _una_fila_de_events_es_la_clave_del_evento_su_posicion_y_su_json() -> None:
+    # the very row docs/diagramas/fila.svg shows, journaled by the script that draws it
+    from scripts.diagramas import journaled_row
+
+    row = journaled_row()
+    assert (row["step_id"], row["phase"], row["attempt"]) == ("000001-tool", "completed", 1)
+    assert row["id"] == row["run"] << 32 | 3, "the rowid is run << 32 | seq (the 4th event)"
+    assert row["typeof_data"] == "text" and json.loads(row["data"]) == {"content": "4.200,00 €"}
+    assert row["run_id"] == "saldo-es91" and row["next_seq"] == 4
