@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,8 +48,8 @@ def store_in(kind: str, tmp: Path) -> str:
     return str(tmp / "runs.db") if kind == "sqlite" else postgres_location(tmp)
 
 
-def ask_approval(store: str) -> None:
-    """Run `aprobar` until the policy asks a person about its transfer."""
+def ask_approval(store: str, run_id: str = "aprobar") -> None:
+    """Run `run_id` until the policy asks a person about its transfer."""
 
     def policy(proposal: Proposal) -> Verdict:
         if proposal.tool == "transferir":
@@ -57,7 +58,7 @@ def ask_approval(store: str) -> None:
 
     async def drive() -> None:
         gateway = ScriptedGateway([responder] * 20, tools=HERRAMIENTAS, policy=policy)
-        async for _ in cajero().run(TASK, session=Session("aprobar", gateway, open_store(store))):
+        async for _ in cajero().run(TASK, session=Session(run_id, gateway, open_store(store))):
             pass
 
     asyncio.run(drive())
@@ -281,3 +282,31 @@ def test_help_documents_every_exit_code() -> None:
     shown = cli("--help").stdout
     assert all(f"\n  {code}  " in shown for code in range(6))
     assert all(cli(name, "--help").returncode == 0 for name in ("runs", "show", "resolve"))
+
+
+def test_every_command_escalar_shows_runs_as_written(tmp_path: Path) -> None:
+    """Escalar's *Operar* table, each line run by a shell as a person types it (without
+    `uv run`, which only picks this environment), in a fresh copy of a folder whose runs.db
+    holds pedido-1 (an uncertain transfer at 000003-tool) and pedido-2 (an approval asked)."""
+    from tests.docs.test_commands import shown_commands
+
+    template = tmp_path / "carpeta"
+    template.mkdir()
+    died = child(str(template / "runs.db"), tmp_path, "pedido-1", "--die-in", "transferir")
+    assert died.returncode == -signal.SIGKILL
+    ask_approval(str(template / "runs.db"), "pedido-2")
+    (template / "pedido-1.jsonl").write_text(
+        cli("export", "runs.db", "pedido-1", cwd=template).stdout
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment['PATH']}"
+    commands = shown_commands()["docs/escalar.md"]
+    assert len(commands) == 8, commands
+    for number, command in enumerate(commands):
+        folder = shutil.copytree(template, tmp_path / f"copia-{number}")
+        shell = command.removeprefix("uv run ")
+        done = subprocess.run(
+            ["bash", "-c", shell], cwd=folder, env=environment, capture_output=True, text=True
+        )
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stderr == "", (command, done.stderr)

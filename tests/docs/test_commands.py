@@ -50,6 +50,9 @@ class How:
     argv: tuple[str, ...] = ()  # for here/opens/measures: what runs, after `uv run [--group G]`
 
 
+# Escalar's *Operar* table: a test runs each line as written, in a folder with that journal
+OPERAR = How("test", "tests/core/test_cli.py::test_every_command_escalar_shows_runs_as_written")
+
 COMMANDS: dict[str, How] = {
     "uv run pytest": How("suite", ".ci/run runs it"),
     "uv run pytest tests/docs -q": How("suite", "part of `uv run pytest`"),
@@ -95,6 +98,14 @@ COMMANDS: dict[str, How] = {
     'eval "$(python3 scripts/modelo_local.py env)"': How(
         "here", "prints the export lines", ("scripts/modelo_local.py", "env")
     ),
+    "uv run synaptum-lite runs runs.db": OPERAR,
+    "uv run synaptum-lite runs runs.db --state waiting": OPERAR,
+    "uv run synaptum-lite show runs.db pedido-1": OPERAR,
+    'uv run synaptum-lite resolve runs.db pedido-1 000003-tool --result "hecha" --by ana': OPERAR,
+    "uv run synaptum-lite resolve runs.db pedido-1 000003-tool --retry --by ana": OPERAR,
+    'uv run synaptum-lite resolve runs.db pedido-2 000003-approval --deny --reason "no" --by ana': OPERAR,  # noqa: E501
+    "uv run synaptum-lite export runs.db pedido-1 > pedido-1.jsonl": OPERAR,
+    "uv run synaptum-lite import copia.db < pedido-1.jsonl": OPERAR,
     'eval "$(bash scripts/postgres_local.sh start)"': How(
         "test",
         "tests/postgres/test_postgres_local.py::"
@@ -137,10 +148,12 @@ def shown_commands() -> dict[str, list[str]]:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     probar = (DOCS / "probar.md").read_text(encoding="utf-8")
     inicio = (DOCS / "index.md").read_text(encoding="utf-8")
+    escalar = (DOCS / "escalar.md").read_text(encoding="utf-8")
     return {
         "README.md": table_commands(readme) + bash_commands(readme),
         "docs/probar.md": table_commands(probar),
         "docs/index.md": bash_commands(inicio),
+        "docs/escalar.md": table_commands(escalar),
     }
 
 
