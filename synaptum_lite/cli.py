@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import urllib.parse
 from collections.abc import Sequence
@@ -113,48 +114,41 @@ async def check_journal(store: Store) -> None:
     """Refuse a PostgreSQL schema that holds no journal (reading must not create one)."""
     if isinstance(store.checkpointer, SqliteCheckpointer):
         return  # `open_store` refused a missing or empty file
-    import psycopg
-
-    url, schema = store.url, store.schema
-    try:
-        async with await psycopg.AsyncConnection.connect(url, connect_timeout=10) as connection:
-            cursor = await connection.execute("SELECT to_regclass(%s)", (f'"{schema}".meta',))
-            found = await cursor.fetchone()
-    except psycopg.Error as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    found = await _postgres(store, "SELECT to_regclass(%s)", f'"{store.schema}".meta')
+    if not found or found[0][0] is None:
         raise Failure(
-            1, f"cannot reach {store.label}: {detail}; check the URL and the server"
-        ) from None
-    if found is None or found[0] is None:
-        raise Failure(
-            3,
-            f"{store.label} holds no synaptum_lite journal; check the URL and the schema "
-            "(#schema or --schema)",
+            3, f"{store.label} holds no synaptum_lite journal; check the URL and the schema"
         )
 
 
 async def run_ids(store: Store) -> list[str]:
     """Every run of the store, in the order they were started, sub-runs included.
 
-    No store lists its runs through the `Checkpointer` protocol, so this reads the one table
-    both stores name `runs` (read-only), after the store itself has checked what it is."""
+    The `Checkpointer` protocol lists no runs, so this reads the `runs` table both stores
+    keep (read-only), once the store itself has said what the file or schema is."""
     checkpointer = store.checkpointer
     listed = getattr(checkpointer, "run_ids", None)
     if callable(listed):
         return list(listed())
     await checkpointer.load("-")  # the store says NotAJournal, UnsupportedFormat, unreachable
     if isinstance(checkpointer, SqliteCheckpointer):
-        import sqlite3
-
         uri = checkpointer.path.resolve().as_uri() + "?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
             return [row[0] for row in connection.execute("SELECT run_id FROM runs ORDER BY id")]
+    rows = await _postgres(store, f'SELECT run_id FROM "{store.schema}".runs ORDER BY id')
+    return [row[0] for row in rows]
+
+
+async def _postgres(store: Store, sql: str, *params: str) -> list[tuple[Any, ...]]:
     import psycopg
 
-    url, schema = store.url, store.schema
-    async with await psycopg.AsyncConnection.connect(url) as connection:
-        cursor = await connection.execute(f'SELECT run_id FROM "{schema}".runs ORDER BY id')
-        return [row[0] for row in await cursor.fetchall()]
+    try:
+        async with await psycopg.AsyncConnection.connect(store.url, connect_timeout=10) as c:
+            return await (await c.execute(sql, params or None)).fetchall()
+    except psycopg.Error as exc:
+        detail = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        message = f"cannot read {store.label}: {detail}; check the URL and the server"
+        raise Failure(1, message) from None
 
 
 async def is_held(store: Store, run_id: str) -> bool:
@@ -241,12 +235,9 @@ def _waiting(view: StepView, tools: dict[str, Any]) -> str:
         return ""  # a model call or a delegation runs again on resume
     if tools.get(latest.call.name, {}).get("idempotent", False):
         return ""  # an idempotent tool simply runs again
-    for event in view.events:
-        if isinstance(event, ToolStep) and event.phase is Phase.RESOLVED and event.decision:
-            if event.attempt == latest.attempt and event.decision.get("action") in (
-                "retry",
-                "not_started",
-            ):
+    for e in view.events:  # an operator, or the runtime, allowed this attempt to run again
+        if isinstance(e, ToolStep) and e.phase is Phase.RESOLVED and e.attempt == latest.attempt:
+            if e.decision and e.decision.get("action") in ("retry", "not_started"):
                 return ""
     return "uncertain"
 
@@ -263,10 +254,8 @@ def _call_of(view: StepView) -> str:
 
 
 def _tokens(usage: Usage) -> str:
-    def count(value: int | None) -> str:
-        return "-" if value is None else str(value)
-
-    return f"{count(usage.input_tokens)}/{count(usage.output_tokens)}"
+    counts = (usage.input_tokens, usage.output_tokens)
+    return "/".join("-" if count is None else str(count) for count in counts)
 
 
 def _cut(text: str, width: int) -> str:
@@ -315,6 +304,9 @@ async def command_show(args: argparse.Namespace, store: Store, width: int) -> No
             say(_cut(indent + note, width))
 
 
+_ACTIONS = {"retry": "retry allowed", "record": "result recorded", "not_started": "never began"}
+
+
 def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
     """One line for the step, and a note per attempt, decision or wait."""
     notes: list[str] = []
@@ -332,12 +324,7 @@ def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
             note += f": {decision['note']}" if decision.get("note") else ""
             notes.append(note + (f" at {decision.get('at')}" if times else ""))
         elif isinstance(event, ToolStep) and decision:
-            action = decision.get("action")
-            said = {
-                "retry": "retry allowed",
-                "record": "result recorded",
-                "not_started": "never began: runs again",
-            }.get(str(action), str(action))
+            said = _ACTIONS.get(str(decision.get("action")), str(decision.get("action")))
             notes.append(f"{said} by {decision['by']}" if "by" in decision else said)
         if isinstance(event, ToolStep) and event.result is not None:
             notes.append(f"→ {event.result.content}")
@@ -364,39 +351,33 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     if step is None:
         ids = ", ".join(s.step_id for s in run.steps)
         raise Failure(3, f"run {args.run!r} has no step {args.step} (it has: {ids})")
-    wanted = "approval" if args.approve or args.deny else "uncertain"
+    flag = f"--{args.decision or 'result'}"
+    wanted = "approval" if args.decision in ("approve", "deny") else "uncertain"
     if step.waiting != wanted:
         now = {"approval": "an approval", "uncertain": "an uncertain effect"}.get(step.waiting)
         what = f"waits for {now}" if now else "is waiting for nobody"
         flags = {"approval": "--approve or --deny", "uncertain": "--result TEXT or --retry"}
         raise Failure(
             4,
-            f"run {args.run!r}, step {args.step} {what}, not for {_flag(args)}; nothing was "
+            f"run {args.run!r}, step {args.step} {what}, not for {flag}; nothing was "
             "written: "
             + (f"use {flags[step.waiting]}" if now else "see what waits with " + _WAITS),
         )
     session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
-    if args.retry:
+    if args.decision == "retry":
         await session.allow_retry(args.step, by=args.by)
         say(f"{args.run} {args.step}: retry allowed by {args.by}")
     elif args.result is not None:
         await session.record_result(args.step, args.result, by=args.by)
         say(f"{args.run} {args.step}: result recorded by {args.by}")
     else:
-        await session.decide(args.step, granted=args.approve, by=args.by, note=args.reason)
-        say(f"{args.run} {args.step}: {'granted' if args.approve else 'denied'} by {args.by}")
+        granted = args.decision == "approve"
+        await session.decide(args.step, granted=granted, by=args.by, note=args.reason)
+        say(f"{args.run} {args.step}: {'granted' if granted else 'denied'} by {args.by}")
     say("the run goes on when its agent runs it again with the same run_id")
 
 
 _WAITS = "synaptum-lite runs STORE --state waiting"
-
-
-def _flag(args: argparse.Namespace) -> str:
-    if args.retry:
-        return "--retry"
-    if args.result is not None:
-        return "--result"
-    return "--approve" if args.approve else "--deny"
 
 
 async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
@@ -407,20 +388,13 @@ async def command_export(args: argparse.Namespace, store: Store, width: int) -> 
 
 async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
     text = sys.stdin.read()
-    run_id = _first_run_id(text)
-    before = (await store.checkpointer.load(run_id)).next_seq if run_id else 0
+    with contextlib.suppress(ValueError, AttributeError):  # else `import_run` says what is wrong
+        named = json.loads(text.split("\n", 1)[0]).get("run_id")
+    before = await store.checkpointer.load(named) if isinstance(named, str) and named else None
     run_id = await import_run(store.checkpointer, text)
     after = (await store.checkpointer.load(run_id)).next_seq
-    say(f"imported run {run_id} into {store.label}: {after} events, {after - before} new")
-
-
-def _first_run_id(text: str) -> str | None:
-    """The run id the export's first line names, when it names one (else the import says)."""
-    try:
-        run_id = json.loads(text.split("\n", 1)[0]).get("run_id")
-    except (ValueError, AttributeError):
-        return None
-    return run_id if isinstance(run_id, str) and run_id else None
+    new = after - (before.next_seq if before else 0)
+    say(f"imported run {run_id} into {store.label}: {after} events, {new} new")
 
 
 # ── the parser and the entry point ─────────────────────────────────────────────────────────
@@ -453,10 +427,15 @@ def parser() -> argparse.ArgumentParser:
     resolve.add_argument("run", metavar="RUN")
     resolve.add_argument("step", metavar="STEP")
     decision = resolve.add_mutually_exclusive_group(required=True)
-    decision.add_argument("--retry", action="store_true", help="the effect did not happen")
+    for name, text in (
+        ("retry", "the effect did not happen: let it run again"),
+        ("approve", "grant an approval request"),
+        ("deny", "deny an approval request"),
+    ):
+        decision.add_argument(
+            f"--{name}", dest="decision", action="store_const", const=name, help=text
+        )
     decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
-    decision.add_argument("--approve", action="store_true", help="grant an approval request")
-    decision.add_argument("--deny", action="store_true", help="deny an approval request")
     resolve.add_argument("--reason", default="", help="why (kept with a denial or grant)")
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
     export = command("export", "write a run as JSON lines to stdout")
@@ -511,8 +490,6 @@ def _fail(code: int, message: str, secret: str) -> int:
 
 
 def _redact(text: str, secret: str) -> str:
-    if not secret:
-        return text
-    for form in {secret, urllib.parse.quote(secret, safe="")}:
+    for form in {secret, urllib.parse.quote(secret, safe="")} - {""}:
         text = text.replace(form, "***")
     return text
