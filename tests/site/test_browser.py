@@ -22,12 +22,15 @@ from tests.site.chromium import Browser, PageReport
 
 SCREENSHOTS = REPO / "build" / "screenshots"
 
-#: The pages looked at: the index, a property page (a notebook), and the two pages whose
-#: content is widest (the timeline diagram, the API signatures).
+#: The pages looked at: the index, a property page (a notebook), and the pages whose content
+#: is widest (the timeline diagram, the generated diagrams, the comparison with other systems,
+#: the API signatures).
 PAGES = {
     "inicio": "",
     "propiedad-02": "propiedades/02_durabilidad/",
     "conceptos": "conceptos/",
+    "figuras": "figuras/",
+    "otros-sistemas": "otros-sistemas/",
     "referencia": "referencia/",
 }
 #: name → (width, height, mobile)
