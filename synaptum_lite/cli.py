@@ -453,14 +453,13 @@ COMMANDS = {
 }
 
 
-async def _run(args: argparse.Namespace, store: Store, width: int) -> None:
-    if args.command != "import":
-        await check_journal(store)
-    await COMMANDS[args.command](args, store, width)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see `EXIT_CODES`)."""
+    return asyncio.run(run(argv))
+
+
+async def run(argv: Sequence[str] | None = None) -> int:
+    """`main` in the caller's event loop (where there are no processes, as in a browser)."""
     args = parser().parse_args(argv)
     told = sys.stdout.isatty() or "COLUMNS" in os.environ  # else 80, whatever runs it
     width = args.width or (shutil.get_terminal_size().columns if told else 80)
@@ -468,7 +467,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         store = open_store(args.store, args.schema, create=args.command == "import")
         secret = store.secret
-        asyncio.run(_run(args, store, max(width, 40)))
+        if args.command != "import":
+            await check_journal(store)
+        await COMMANDS[args.command](args, store, max(width, 40))
         return 0
     except Failure as failure:
         return _fail(failure.code, str(failure), secret)
