@@ -287,7 +287,8 @@ CHECKPOINTER_TOUCHES = (
     ("los registros tal cual (records)", r"\.records\("),
     ("exportar e importar un run", r"\b(?:export_run|import_run)\("),
     ("un solo conductor (RunBusy)", r"\bRunBusy\b"),
-    ("la decisión de una persona", r"\.(?:record_result|allow_retry|decide)\("),
+    # by the API, or by the command line (its `resolve` command calls the same API)
+    ("la decisión de una persona", r"\.(?:record_result|allow_retry|decide)\(|[\"']resolve[\"'],"),
 )
 
 
