@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -147,7 +148,9 @@ def test_resolve_allows_a_retry_and_the_transfer_runs_once_more(
 def test_resolve_approves_or_denies_an_approval_request(journal: str) -> None:
     denied = cli("resolve", journal, "aprobar", "000003-approval", "--deny", "--reason", "no")
     assert denied.returncode == 0, denied.stderr
-    assert "denied by operator: no" in cli("show", journal, "aprobar").stdout
+    assert "denied by operator: no\n" in cli("show", journal, "aprobar").stdout  # no clock
+    timed = cli("show", journal, "aprobar", "--times").stdout  # when asked: as journaled
+    assert re.search(r"denied by operator: no at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", timed)
     again = cli("resolve", journal, "aprobar", "000003-approval", "--approve")
     assert again.returncode == 4
     assert "step 000003-approval is waiting for nobody, not for --approve" in again.stderr
