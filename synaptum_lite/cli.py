@@ -198,10 +198,8 @@ class RunView:
     def detail(self) -> str:
         if self.final is not None:
             return self.final.reason or "answered"
-        for step in self.steps:
-            if step.waiting:
-                return f"{step.step_id}: {_call_of(step)}"
-        return ""
+        waiting = [f"{s.step_id}: {_call_of(s)}" for s in self.steps if s.waiting]
+        return waiting[0] if waiting else ""
 
 
 async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> RunView:
@@ -354,15 +352,9 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     flag = f"--{args.decision or 'result'}"
     wanted = "approval" if args.decision in ("approve", "deny") else "uncertain"
     if step.waiting != wanted:
-        now = {"approval": "an approval", "uncertain": "an uncertain effect"}.get(step.waiting)
-        what = f"waits for {now}" if now else "is waiting for nobody"
-        flags = {"approval": "--approve or --deny", "uncertain": "--result TEXT or --retry"}
-        raise Failure(
-            4,
-            f"run {args.run!r}, step {args.step} {what}, not for {flag}; nothing was "
-            "written: "
-            + (f"use {flags[step.waiting]}" if now else "see what waits with " + _WAITS),
-        )
+        what, then = _NOT_WAITING.get(step.waiting, _NOT_WAITING[""])
+        message = f"run {args.run!r}, step {args.step} {what}, not for {flag}; nothing was written"
+        raise Failure(4, f"{message}: {then}")
     session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
     if args.decision == "retry":
         await session.allow_retry(args.step, by=args.by)
@@ -377,7 +369,11 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     say("the run goes on when its agent runs it again with the same run_id")
 
 
-_WAITS = "synaptum-lite runs STORE --state waiting"
+_NOT_WAITING = {
+    "approval": ("waits for an approval", "use --approve or --deny"),
+    "uncertain": ("waits for an uncertain effect", "use --result TEXT or --retry"),
+    "": ("is waiting for nobody", "see what waits with synaptum-lite runs STORE --state waiting"),
+}
 
 
 async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
@@ -387,13 +383,13 @@ async def command_export(args: argparse.Namespace, store: Store, width: int) -> 
 
 
 async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
-    text = sys.stdin.read()
+    text, named = sys.stdin.read(), None
     with contextlib.suppress(ValueError, AttributeError):  # else `import_run` says what is wrong
         named = json.loads(text.split("\n", 1)[0]).get("run_id")
-    before = await store.checkpointer.load(named) if isinstance(named, str) and named else None
+    held = await store.checkpointer.load(named) if isinstance(named, str) and named else None
     run_id = await import_run(store.checkpointer, text)
     after = (await store.checkpointer.load(run_id)).next_seq
-    new = after - (before.next_seq if before else 0)
+    new = after - (held.next_seq if held else 0)
     say(f"imported run {run_id} into {store.label}: {after} events, {new} new")
 
 

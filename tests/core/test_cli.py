@@ -255,6 +255,8 @@ def test_bad_input_says_what_happened_and_what_to_do(tmp_path: Path) -> None:
     garbage = cli("import", "nuevo.db", stdin='{"x": 1}\n', cwd=tmp_path)
     assert garbage.returncode == 1 and "the export is not a synaptum_lite journal" in garbage.stderr
     assert not (tmp_path / "nuevo.db").exists()  # a refused import creates nothing
+    text = cli("import", "nuevo.db", stdin="esto no es JSON\n", cwd=tmp_path)
+    assert text.returncode == 1 and "the export is not a synaptum_lite journal" in text.stderr
 
 
 def test_a_password_in_the_url_is_never_printed() -> None:
