@@ -88,7 +88,13 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
     """The store `location` names. Raises `Failure` (exit 2 or 3) when it cannot be used."""
     if location.startswith(("postgresql://", "postgres://")):
         url, _, fragment = location.partition("#")
-        secret = urllib.parse.urlsplit(url).password or ""
+        parts = urllib.parse.urlsplit(url)
+        secret = parts.password or ""
+        try:
+            parts.port  # noqa: B018 - reading it checks it
+        except ValueError:
+            port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+            raise Failure(2, f"the URL's port {port!r} is not a number; fix the URL") from None
         if fragment and schema and fragment != schema:
             raise Failure(2, f"two schemas given: #{fragment} and --schema {schema}; give one")
         from .postgres import PostgresCheckpointer
