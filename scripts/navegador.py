@@ -24,12 +24,11 @@ PYODIDE = REPO / "node_modules" / "pyodide"
 #: The files of the npm package `pyodide` a page needs to run Python (the rest are maps,
 #: types and demo consoles).
 PYODIDE_FILES = (
-    "pyodide.js",
+    "pyodide.mjs",
     "pyodide.asm.mjs",
     "pyodide.asm.wasm",
     "python_stdlib.zip",
     "pyodide-lock.json",
-    "package.json",
 )
 
 #: Notebooks that cannot run in a browser, and why (said on their page, where the run would be).

@@ -1,0 +1,98 @@
+"""Run a property page in Chromium, as a reader does: open it, press *Ejecutar en el
+navegador*, wait for the last cell, and read back what each cell printed
+(`window.synaptumEjecucion`, kept by `docs/_hooks/navegador/pagina.js`)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from scripts.kernel import NotebookRun, code_cells
+from scripts.pages import read_notebook
+from tests.site.chromium import Browser
+
+#: Seconds a page may take to run all its cells in the browser (Pyodide's first load included).
+RUN_TIMEOUT = 120.0
+
+_PRESS = "document.querySelector('.navegador-ejecutar button').click(); performance.now()"
+_RECORD = "JSON.stringify(window.synaptumEjecucion ?? null)"
+
+
+@dataclass
+class BrowserRun:
+    run: NotebookRun
+    first_output_ms: float | None  # from the press of the button
+    total_ms: float
+    problems: list[str]
+
+
+def run_page(
+    browser: Browser,
+    url: str,
+    notebook: Path,
+    *,
+    width: int = 1280,
+    height: int = 800,
+    mobile: bool = False,
+    screenshot: Path | None = None,
+) -> BrowserRun:
+    """Open `url`, run its cells in the page, and return what they printed as a `NotebookRun`
+    of `notebook` (cells named by their index and id in the notebook)."""
+    problems: list[str] = []
+    with browser.tab() as tab:
+        tab.send("Page.enable")
+        tab.send("Runtime.enable")
+        tab.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=mobile,
+        )
+        tab.send("Page.navigate", url=url)
+        tab.wait_for("Page.loadEventFired", time.monotonic() + browser.timeout)
+        tab.send("Runtime.evaluate", expression=_PRESS, returnByValue=True)
+        deadline = time.monotonic() + RUN_TIMEOUT
+        record = None
+        while time.monotonic() < deadline:
+            value = tab.send("Runtime.evaluate", expression=_RECORD, returnByValue=True)
+            record = json.loads(value["result"]["value"])
+            if record and record["fin"] is not None:
+                break
+            time.sleep(0.05)
+        else:
+            problems.append(f"the page did not finish running within {RUN_TIMEOUT:.0f} s")
+        if screenshot is not None:
+            tab.send("Runtime.evaluate", expression=_SCROLL_TO_FIRST_OUTPUT)
+            time.sleep(0.2)
+            shot = tab.send("Page.captureScreenshot", format="png")
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            screenshot.write_bytes(base64.b64decode(shot["data"]))
+        for event in tab.events:
+            if event["method"] == "Runtime.exceptionThrown":
+                details = event["params"]["exceptionDetails"]
+                text = details.get("exception", {}).get("description") or details.get("text")
+                problems.append(f"uncaught in the page: {text}")
+    cells = code_cells(read_notebook(notebook))
+    seen = (record or {}).get("celdas", [])
+    if len(seen) != len(cells):
+        problems.append(
+            f"the page shows {len(seen)} code cells and {notebook.name} has {len(cells)}"
+        )
+    for cell, shown in zip(cells, seen, strict=False):
+        cell.stdout, cell.stderr, cell.error = shown["stdout"], shown["stderr"], shown["error"]
+        if shown["id"] != cell.cell_id:
+            problems.append(f"the page's cell {shown['id']!r} is {cell.describe()} of the notebook")
+    first = None
+    if record and record["primeraSalida"] is not None:
+        first = record["primeraSalida"] - record["inicio"]
+    total = (record["fin"] - record["inicio"]) if record and record["fin"] else float("nan")
+    return BrowserRun(NotebookRun(notebook, cells, total / 1000), first, total, problems)
+
+
+_SCROLL_TO_FIRST_OUTPUT = (
+    "document.querySelector('.navegador-salida:not([hidden])')?.scrollIntoView({block: 'start'})"
+)

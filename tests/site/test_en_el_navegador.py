@@ -1,0 +1,71 @@
+"""Each property page that can run in a browser runs there, and prints its page's block.
+
+Headless Chromium opens the built site's page, presses *Ejecutar en el navegador*, and the
+page runs its own code cells, as shown (a reader may edit them), in a Web Worker on the
+Pyodide the site serves itself. What each cell printed is compared with the page's *Lo que
+imprime* block by the same comparison as the kernel check: a failure names the page, the
+notebook and the cell. A page that needs a real process says so where the button would be.
+
+The runs take about 5 s a page here (Pyodide loads in each), about a minute and a half for the
+thirteen pages on two cores, so `uv run pytest` runs them only in CI (`CI=true`, as `.ci/run`
+sets) or when asked: `SYNAPTUM_NAVEGADOR=1 uv run pytest tests/site/test_en_el_navegador.py`.
+The static checks of the panels below always run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from scripts.navegador import NEEDS_A_PROCESS, browser_notebooks
+from scripts.pages import PROPERTY_NOTEBOOKS, how_to_run, mismatch, page_url, read_notebook
+from tests.site.chromium import Browser
+from tests.site.en_el_navegador import run_page
+
+ASKED = os.environ.get("CI") == "true" or os.environ.get("SYNAPTUM_NAVEGADOR") == "1"
+OPT_IN = "the in-browser runs take ~1.5 min: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
+
+
+def browser_problem(notebook: Path, base_url: str, browser: Browser) -> str | None:
+    """Why the page of `notebook`, run in Chromium, does not print its block; None if it does."""
+    result = run_page(browser, base_url + page_url(notebook), notebook)
+    if result.problems:
+        return f"In Chromium, the page {page_url(notebook)}: " + "; ".join(result.problems)
+    problem = mismatch(notebook, read_notebook(notebook), result.run)
+    return f"In Chromium (its run button): {problem}" if problem else None
+
+
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+@pytest.mark.parametrize("notebook", browser_notebooks(), ids=lambda path: path.stem)
+def test_run_in_the_browser_the_page_prints_its_block(notebook, base_url, browser) -> None:
+    problem = browser_problem(notebook, base_url, browser)
+    if problem:
+        pytest.fail(problem, pytrace=False)
+
+
+@pytest.mark.parametrize("notebook", browser_notebooks(), ids=lambda path: path.stem)
+def test_a_page_that_runs_in_the_browser_has_the_button(notebook, built_site) -> None:
+    page = (built_site / page_url(notebook) / "index.html").read_text(encoding="utf-8")
+    assert "Ejecutar en el navegador</button>" in page
+    assert 'data-trabajador="../../navegador/trabajador.js"' in page
+
+
+@pytest.mark.parametrize("stem", sorted(NEEDS_A_PROCESS))
+def test_a_page_that_needs_a_process_says_so_and_how_to_run_it(stem, built_site) -> None:
+    notebook = PROPERTY_NOTEBOOKS / f"{stem}.ipynb"
+    page = (built_site / page_url(notebook) / "index.html").read_text(encoding="utf-8")
+    assert "Esta página no se ejecuta en el navegador" in page
+    assert NEEDS_A_PROCESS[stem] in page
+    assert "Ejecutar en el navegador</button>" not in page
+    for command in how_to_run(notebook):
+        assert command.splitlines()[0] in page
+
+
+def test_the_site_serves_everything_the_run_needs(built_site) -> None:
+    served = built_site / "navegador"
+    for name in ("trabajador.js", "pagina.js", "navegador.css", "repo.zip"):
+        assert (served / name).is_file(), name
+    for name in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"):
+        assert (served / "pyodide" / name).is_file(), name
