@@ -72,6 +72,11 @@ COMMANDS: dict[str, How] = {
         "test",
         "tests/docs/test_machinery.py::test_the_update_command_rewrites_exactly_the_changed_character",
     ),
+    "uv run python -m scripts.diagramas": How(
+        "test",
+        "tests/docs/test_diagramas.py::"
+        "test_the_command_writes_the_committed_files_and_its_check_mode_finds_a_stale_one",
+    ),
     "NO_MKDOCS_2_WARNING=1 uv run mkdocs serve": How("opens", "a live server", ("mkdocs",)),
     "NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict": How(
         "test", "tests/docs/test_pages.py::test_site_builds_in_strict_mode"

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from scripts import diagramas
-from scripts.pages import DOCS
+from scripts.pages import DOCS, REPO
 
 
 @pytest.mark.parametrize("name", sorted(diagramas.FIGURES))
@@ -45,3 +45,17 @@ def test_the_seams_name_the_notebooks_whose_code_does_it() -> None:
     found = dict(diagramas.touches(diagramas.CHECKPOINTER_TOUCHES))
     assert found["un solo conductor (RunBusy)"] == ["08"]
     assert "16" in found["exportar e importar un run"]
+
+
+def test_the_command_writes_the_committed_files_and_its_check_mode_finds_a_stale_one(
+    tmp_path, monkeypatch
+) -> None:
+    # `uv run python -m scripts.diagramas`, as the README shows it, on a copy of the folder
+    monkeypatch.setattr(diagramas, "FOLDER", tmp_path)
+    assert diagramas.main([]) == 0
+    for name in diagramas.FIGURES:
+        committed = (REPO / "docs" / "diagramas" / name).read_bytes()
+        assert (tmp_path / name).read_bytes() == committed, name
+    assert diagramas.main(["--check"]) == 0
+    (tmp_path / "fila.svg").write_text("<svg/>\n", encoding="utf-8")
+    assert diagramas.main(["--check"]) == 1
