@@ -14,14 +14,26 @@ The static checks of the panels below always run.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from scripts.navegador import NEEDS_A_PROCESS, browser_notebooks
-from scripts.pages import PROPERTY_NOTEBOOKS, how_to_run, mismatch, page_url, read_notebook
+from scripts.pages import (
+    PROPERTY_NOTEBOOKS,
+    REPO,
+    expected_block,
+    how_to_run,
+    mismatch,
+    page_url,
+    read_notebook,
+)
+from scripts.site import start_build
 from tests.site.chromium import Browser
+from tests.site.conftest import serve
 from tests.site.en_el_navegador import run_page
 
 ASKED = os.environ.get("CI") == "true" or os.environ.get("SYNAPTUM_NAVEGADOR") == "1"
@@ -69,3 +81,36 @@ def test_the_site_serves_everything_the_run_needs(built_site) -> None:
         assert (served / name).is_file(), name
     for name in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"):
         assert (served / "pyodide" / name).is_file(), name
+
+
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+def test_a_block_edited_on_the_page_fails_the_browser_run_naming_page_and_cell(
+    tmp_path, browser
+) -> None:
+    """A copy of the site whose page 03 has one changed line in its block: its in-browser run
+    prints the true line, and the check fails naming the page, the notebook and the cell."""
+    root = tmp_path / "copia"
+    for folder in ("docs", "notebooks", "scripts", "synaptum_lite"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    (root / "node_modules").symlink_to(REPO / "node_modules")
+    copy = root / "notebooks" / "propiedades" / "03_aprobacion.ipynb"
+    notebook = read_notebook(copy)
+    block = expected_block(notebook)
+    assert "transferencias ×1 en total" in block.text
+    notebook["cells"][block.cell_index]["source"] = "".join(
+        notebook["cells"][block.cell_index]["source"]
+    ).replace("transferencias ×1 en total", "transferencias ×2 en total")
+    copy.write_text(json.dumps(notebook, ensure_ascii=False, indent=1), encoding="utf-8")
+    build = start_build(root / "site", root / "mkdocs.yml")
+    log, _ = build.communicate(timeout=300)
+    assert build.returncode == 0, log
+    for url in serve(root / "site"):
+        problem = browser_problem(copy, url, browser)
+    assert problem is not None, "the edited block got through the in-browser check"
+    print(problem)  # `pytest -s` shows the failure as a maintainer would read it
+    assert problem.startswith("In Chromium (its run button): Page «03 · ")
+    assert "(propiedades/03_aprobacion/)" in problem
+    assert "-               transferencias ×2 en total" in problem
+    assert "+               transferencias ×1 en total" in problem
+    assert 'printed by cell 21 (id "tercera-vuelta")' in problem

@@ -98,6 +98,7 @@ def lied_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     for folder in ("docs", "notebooks", "scripts", "synaptum_lite"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    (root / "node_modules").symlink_to(REPO / "node_modules")  # Pyodide, for the run panel
     theme = root / "docs" / "_theme" / "main.html"
     theme.write_text(theme.read_text(encoding="utf-8") + THEME_LIES, encoding="utf-8")
     copies = root / "notebooks" / "propiedades"
