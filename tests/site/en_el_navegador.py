@@ -45,6 +45,7 @@ def run_page(
     with browser.tab() as tab:
         tab.send("Page.enable")
         tab.send("Runtime.enable")
+        tab.send("Network.enable")  # the page's requests (the worker reports its own)
         tab.send(
             "Emulation.setDeviceMetricsOverride",
             width=width,
@@ -71,6 +72,17 @@ def run_page(
             shot = tab.send("Page.captureScreenshot", format="png")
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             screenshot.write_bytes(base64.b64decode(shot["data"]))
+        origin = "/".join(url.split("/", 3)[:3]) + "/"
+        requested = [
+            event["params"]["request"]["url"]
+            for event in tab.events
+            if event["method"] == "Network.requestWillBeSent"
+        ] + list((record or {}).get("pedidos") or [])
+        elsewhere = [u for u in requested if not u.startswith((origin, "data:", "blob:"))]
+        if elsewhere:
+            problems.append(f"the run fetched from another origin: {elsewhere}")
+        if not any(u.endswith("/navegador/pyodide/pyodide.asm.wasm") for u in requested):
+            problems.append(f"the run's requests were not seen (no pyodide.asm.wasm): {requested}")
         for event in tab.events:
             if event["method"] == "Runtime.exceptionThrown":
                 details = event["params"]["exceptionDetails"]

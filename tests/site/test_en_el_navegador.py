@@ -6,9 +6,10 @@ Pyodide the site serves itself. What each cell printed is compared with the page
 imprime* block by the same comparison as the kernel check: a failure names the page, the
 notebook and the cell. A page that needs a real process says so where the button would be.
 
-The runs take about 5 s a page here (Pyodide loads in each), about a minute and a half for the
-thirteen pages on two cores, so `uv run pytest` runs them only in CI (`CI=true`, as `.ci/run`
-sets) or when asked: `SYNAPTUM_NAVEGADOR=1 uv run pytest tests/site/test_en_el_navegador.py`.
+The runs take about 3 s a page here (Pyodide loads in each), a minute for the thirteen pages
+and the edited copy, builds included, on two cores, so `uv run pytest` runs them only in CI
+(`CI=true`, as `.ci/run` sets) or when asked:
+`SYNAPTUM_NAVEGADOR=1 uv run pytest tests/site/test_en_el_navegador.py`.
 The static checks of the panels below always run.
 """
 
@@ -37,7 +38,7 @@ from tests.site.conftest import serve
 from tests.site.en_el_navegador import run_page
 
 ASKED = os.environ.get("CI") == "true" or os.environ.get("SYNAPTUM_NAVEGADOR") == "1"
-OPT_IN = "the in-browser runs take ~1.5 min: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
+OPT_IN = "the in-browser runs take ~1 min: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
 
 
 def browser_problem(notebook: Path, base_url: str, browser: Browser) -> str | None:

@@ -4,7 +4,7 @@
 //
 // The run's record, for the site check (tests/site/test_en_el_navegador.py) and for anyone
 // curious: window.synaptumEjecucion = {inicio, listo, primeraSalida, fin (ms, performance.now()),
-// celdas: [{id, stdout, stderr, error}]}.
+// celdas: [{id, stdout, stderr, error}], pedidos: the URLs the worker fetched}.
 (() => {
   const panel = document.querySelector(".navegador-ejecutar[data-trabajador]");
   if (!panel) return;
@@ -69,6 +69,7 @@
         show(data.cell, data.message, "error");
       } else if (data.type === "done") {
         run.fin = performance.now();
+        run.pedidos = data.fetched;
         const failed = run.celdas.some((celda) => celda.error);
         status.textContent = failed
           ? "Una celda lanzó una excepción: la ves debajo de ella."

@@ -5,7 +5,7 @@
 // per run: a new run is a fresh Python, as a fresh kernel is.
 //
 // Receives {cells: [source, ...]}; posts {type: "ready"}, {type: "out" | "err", cell, text},
-// {type: "error", cell, message} (the cells after it do not run), {type: "done"}.
+// {type: "error", cell, message} (the cells after it do not run), {type: "done", fetched}.
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 self.onmessage = async ({ data }) => {
@@ -36,5 +36,7 @@ self.onmessage = async ({ data }) => {
       break;
     }
   }
-  self.postMessage({ type: "done" });
+  // what this worker fetched (its imports, Pyodide's files, repo.zip), for the site check
+  const fetched = performance.getEntriesByType("resource").map((entry) => entry.name);
+  self.postMessage({ type: "done", fetched });
 };
