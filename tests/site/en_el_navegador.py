@@ -19,6 +19,8 @@ RUN_TIMEOUT = 120.0
 
 _PRESS = "document.querySelector('.navegador-ejecutar button').click(); performance.now()"
 _RECORD = "JSON.stringify(window.synaptumEjecucion ?? null)"
+#: The text the page puts under its cells, in order (the DOM's text of each cell's output).
+_SHOWN = "[...document.querySelectorAll('pre.navegador-salida')].map((e) => e.textContent).join('')"
 
 
 @dataclass
@@ -66,6 +68,8 @@ def run_page(
             time.sleep(0.05)
         else:
             problems.append(f"the page did not finish running within {RUN_TIMEOUT:.0f} s")
+        shown = tab.send("Runtime.evaluate", expression=_SHOWN, returnByValue=True)
+        shown_text = shown["result"]["value"]
         if screenshot is not None:
             tab.send("Runtime.evaluate", expression=_SCROLL_TO_FIRST_OUTPUT)
             time.sleep(0.2)
@@ -98,6 +102,12 @@ def run_page(
         cell.stdout, cell.stderr, cell.error = shown["stdout"], shown["stderr"], shown["error"]
         if shown["id"] != cell.cell_id:
             problems.append(f"the page's cell {shown['id']!r} is {cell.describe()} of the notebook")
+    written = "".join(c["stdout"] + c["stderr"] + (c["error"] or "") for c in seen)
+    if shown_text != written:
+        problems.append(
+            "what the page shows under its cells is not what they printed: "
+            f"{shown_text[:200]!r}… against {written[:200]!r}…"
+        )
     first = None
     if record and record["primeraSalida"] is not None:
         first = record["primeraSalida"] - record["inicio"]
