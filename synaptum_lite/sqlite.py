@@ -130,6 +130,7 @@ def _enter_file(database: Path, run_id: str = "") -> _LockedFile:
     Creates the file (empty: SQLite makes it a database) when it does not exist. A file this
     process may only read is opened read-only: its runs can then be read, never driven.
     Raises `LockFailed` naming the file and the cause."""
+    _close_unreachable()
     with _FILES_LOCK:
         try:
             stat = os.stat(database)
@@ -167,6 +168,31 @@ def _leave_file(locked: _LockedFile) -> None:
         if locked.users == 0 and not locked.held:
             del _FILES[locked.key]
             os.close(locked.fd)  # nobody here holds a run or a connection on this file
+    _close_unreachable()
+
+
+_UNREACHABLE: list[_Database] = []  # connections of collected stores, not yet closed
+
+
+def _collected(database: _Database) -> None:
+    """Close the connection of a store nobody can reach any more (its finalizer).
+
+    The garbage collector may run this in a thread that holds `_FILES_LOCK` (in the middle of
+    `_enter_file`, say), where taking the lock again would wait forever: then the connection
+    is closed by the next `_enter_file` or `_leave_file`, outside the lock."""
+    _UNREACHABLE.append(database)
+    if _FILES_LOCK.acquire(blocking=False):
+        _FILES_LOCK.release()
+        _close_unreachable()
+
+
+def _close_unreachable() -> None:
+    while True:
+        try:
+            database = _UNREACHABLE.pop()
+        except IndexError:  # another thread took the last one
+            return
+        database.close()
 
 
 def _open_for_locks(database: Path, run_id: str) -> tuple[int, bool]:
@@ -308,7 +334,7 @@ class SqliteCheckpointer:
         self.durability = durability
         self._database = _Database(self.path, durability)
         self._serialized = threading.Lock()
-        weakref.finalize(self, self._database.close)  # the connection ends with its store
+        weakref.finalize(self, _collected, self._database)  # the connection ends with its store
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path.name!r})"
