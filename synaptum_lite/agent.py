@@ -31,6 +31,7 @@ from .errors import (
 )
 from .events import (
     ApprovalStep,
+    Decision,
     DelegationStep,
     FinalStep,
     ModelStep,
@@ -50,7 +51,7 @@ from .messages import (
     lone_surrogate,
     without_surrogates,
 )
-from .policy import Action, Proposal
+from .policy import Action, Proposal, Verdict
 from .replay import Journal, StepHistory
 from .session import Session
 from .tools import Risk, Tool, ToolContext, schema_of, to_result_text, tool
@@ -188,18 +189,8 @@ class Agent:
     # ── the loop ────────────────────────────────────────────────────────────────────────────
 
     async def _drive(self, task: str, session: Session, *, streaming: bool) -> AsyncIterator[Any]:
-        at = lone_surrogate(task) if isinstance(task, str) else None
-        if not isinstance(task, str) or at is not None:
-            problem = (
-                f"holds {task[at]!r} at index {at}, half of a surrogate pair and not a "
-                "character, which a journal cannot keep (UTF-8 has no form for it)"
-                if at is not None
-                else f"is a {type(task).__name__}, not a str"
-            )
-            raise ConfigurationError(
-                f"run {session.run_id!r}: the task {problem}; nothing was run or paid: pass "
-                "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
-            )
+        """The loop: each step looks at the journal, acts, and records, in that order."""
+        _check_task(task, session.run_id)
         async with session.checkpointer.hold(session.run_id):
             journal, closed = await Journal.open(
                 session.run_id, session.checkpointer, self.configuration, task
@@ -207,88 +198,167 @@ class Agent:
             if closed is not None:
                 yield self._typed(closed)
                 return
-            # closing this generator closes the step that is running, at once (a stream
-            # stops upstream), instead of leaving it to the garbage collector
-            async with contextlib.aclosing(
-                self._turns(journal, session, task, streaming)
-            ) as turns:
-                async for event in turns:
-                    yield event
-
-    async def _turns(
-        self, journal: Journal, session: Session, task: str, streaming: bool
-    ) -> AsyncIterator[Any]:
-        context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
-        usage = Usage(0, 0, 0)
-        for _turn in range(self.max_steps):
-            refusal = self._review_model_call(journal, session)
-            if refusal is not None:
-                yield await self._finish(journal, session, usage, reason=refusal)
-                return
-            async with contextlib.aclosing(
-                self._model_step(journal, session, context, streaming)
-            ) as step:
-                async for event in step:
-                    yield event
-            response: ModelResponse = event.response
-            usage += response.usage
-            context.add_response(response)
-            for call in response.tool_calls:
-                async with contextlib.aclosing(self._act(journal, session, call)) as step:
-                    async for event in step:
-                        yield event
-                if isinstance(event, ApprovalStep):
-                    return  # suspended on disk until a person decides (Session.decide)
-                if isinstance(event, DelegationStep) and event.usage is not None:
-                    usage += event.usage
-                if event.decision and event.decision.get("action") == "terminate":
-                    yield await self._finish(
-                        journal, session, usage, reason=event.decision["reason"]
-                    )
+            context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
+            run = _Run(journal, session, context, Usage(0, 0, 0))
+            for _turn in range(self.max_steps):
+                # ── a model step: check the journal → call the model → record its response
+                refusal = self._review_model_call(run)
+                if refusal is not None:
+                    yield await run.finish(reason=refusal)
                     return
-                context.add_result(call, event.result)
-            if response.tool_calls:
-                continue
-            output, problem = self._read_output(response.text)
-            if problem is not None:
-                context.add_feedback(problem)
-                continue
-            yield await self._finish(journal, session, usage, text=response.text, output=output)
-            return
-        # the last step on disk, which may lie past where this pass stopped: a run resumed
-        # with a lower max_steps replays up to the limit and stops before its journal ends
-        journaled = await load_events(session.checkpointer, session.run_id)
-        raise StepLimitExceeded(session.run_id, self.max_steps, journaled[-1].step_id)
+                model_id, history = journal.next_step("model")
+                request = ModelRequest(self.model, tuple(context.messages), self._specs)
+                fingerprint = context.fingerprint(self.model, self._specs)
+                _check_same_request(run, model_id, history, fingerprint)
+                if history is not None and isinstance(history.completed, ModelStep):
+                    model_step = history.completed.as_replayed()  # already paid: never again
+                else:
+                    attempted = ModelStep(
+                        run_id=session.run_id,
+                        step_id=model_id,
+                        phase=Phase.ATTEMPTED,
+                        attempt=history.attempt + 1 if history is not None else 1,
+                        fingerprint=fingerprint,
+                    )
+                    await journal.write(attempted)  # on disk before anyone hears of it
+                    yield attempted
+                    response: ModelResponse | None = None
+                    for call_number in range(1, session.retry.max_attempts + 1):
+                        try:
+                            if streaming:
+                                # closing this generator closes the stream upstream at once
+                                async with contextlib.aclosing(
+                                    session.gateway.stream(request)
+                                ) as upstream:
+                                    async for item in upstream:
+                                        if isinstance(item, ModelResponse):
+                                            response = item
+                                        else:
+                                            yield TextFragment(model_id, without_surrogates(item))
+                            else:
+                                response = await session.gateway.complete(request)
+                            break
+                        except ProviderError as exc:
+                            if not exc.retryable or call_number == session.retry.max_attempts:
+                                raise
+                            await session.sleep(session.retry.delay(call_number, exc.retry_after))
+                    if response is None:
+                        raise ConfigurationError(
+                            f"{type(session.gateway).__name__}.stream ended without a ModelResponse"
+                        )
+                    # paid for: recorded whatever it holds (what a journal cannot keep becomes
+                    # an error the model reads, or U+FFFD in text), never lost to an encoding
+                    # error
+                    model_step = dataclasses.replace(
+                        attempted, phase=Phase.COMPLETED, response=journalable(response)
+                    )
+                    await journal.write(model_step)
+                yield model_step
+                answer = model_step.response
+                assert answer is not None  # a completed model step holds its response
+                run.usage += answer.usage
+                context.add_response(answer)
 
-    async def _finish(
-        self,
-        journal: Journal,
-        session: Session,
-        usage: Usage,
-        *,
-        text: str | None = None,
-        output: Any = None,
-        reason: str | None = None,
-    ) -> FinalStep:
-        final_id, _ = journal.next_step("final")
-        final = FinalStep(
-            run_id=session.run_id,
-            step_id=final_id,
-            text=text,
-            output=output,
-            reason=reason,
-            usage=usage,
-        )
-        await journal.write(final)
-        return final
+                for call in answer.tool_calls:
+                    # ── a tool step: check the policy and the journal → act → record
+                    kind = "delegate" if call.name in self.delegates else "tool"
+                    target = self._callable.get(call.name)
+                    refusal_decision: Decision | None = None
+                    history = journal.peek()
+                    if history is None:  # never seen: the gateway reviews it now
+                        verdict = self._review_tool_call(run, kind, call, target)
+                        if verdict.action is Action.REQUIRE_APPROVAL:
+                            approval_id, _ = journal.next_step("approval")
+                            request_event = ApprovalStep(
+                                run_id=session.run_id,
+                                step_id=approval_id,
+                                phase=Phase.ATTEMPTED,
+                                call=call,
+                                reason=verdict.reason,
+                            )
+                            await journal.write(request_event)
+                            yield request_event
+                            return  # suspended on disk until a person decides (Session.decide)
+                        if verdict.action in (Action.DENY, Action.TERMINATE):
+                            action = "terminate" if verdict.action is Action.TERMINATE else "deny"
+                            refusal_decision = {
+                                "action": action,
+                                "by": "policy",
+                                "reason": verdict.reason,
+                            }
+                    elif history.kind == "approval":  # a person was asked: what they decided
+                        approval = _journaled_approval(run, call)
+                        yield approval
+                        if approval.pending:
+                            return  # still waiting; nobody is asked twice
+                        if not approval.granted:
+                            denial = approval.decision
+                            assert denial is not None  # a decided approval holds its decision
+                            refusal_decision = {
+                                "action": "deny",
+                                "by": str(denial.get("by")),
+                                "reason": denial.get("note") or "denied",
+                            }
+                    if refusal_decision is not None:
+                        outcome = await self._refuse(run, kind, call, refusal_decision)
+                    else:
+                        step_id_, history = journal.next_step(kind)
+                        _check_same_call(run, step_id_, history, call)
+                        if history is not None and isinstance(history.completed, ToolStep):
+                            outcome = history.completed.as_replayed()
+                        else:
+                            cls = DelegationStep if kind == "delegate" else ToolStep
+                            attempted_call = cls(
+                                run_id=session.run_id,
+                                step_id=step_id_,
+                                phase=Phase.ATTEMPTED,
+                                attempt=_next_attempt(session, step_id_, call, target, history),
+                                call=call,
+                            )
+                            # write-ahead: on disk before it is yielded, so before the effect
+                            await journal.write(attempted_call)
+                            try:
+                                yield attempted_call
+                            except BaseException:
+                                # Closed while suspended here (`aclose()`, or the event loop
+                                # cancelling a generator the consumer abandoned): the tool never
+                                # began, and only this process can know it (a SIGKILL here
+                                # leaves the step uncertain). Say so, so that a resume runs it
+                                # without asking.
+                                if target is not None and not target.idempotent:
+                                    await _record_not_started(journal, attempted_call)
+                                raise
+                            outcome = await self._perform(run, kind, call, target, attempted_call)
+                            await journal.write(outcome)
+                    yield outcome
+                    if isinstance(outcome, DelegationStep) and outcome.usage is not None:
+                        run.usage += outcome.usage
+                    if outcome.decision and outcome.decision.get("action") == "terminate":
+                        yield await run.finish(reason=outcome.decision.get("reason"))
+                        return
+                    assert outcome.result is not None  # a completed tool step holds its result
+                    context.add_result(call, outcome.result)
 
-    def _review_model_call(self, journal: Journal, session: Session) -> str | None:
+                if answer.tool_calls:
+                    continue
+                output, problem = self._read_output(answer.text)
+                if problem is not None:
+                    context.add_feedback(problem)
+                    continue
+                yield await run.finish(text=answer.text, output=output)
+                return
+            # the last step on disk, which may lie past where this pass stopped: a run resumed
+            # with a lower max_steps replays up to the limit and stops before its journal ends
+            journaled = await load_events(session.checkpointer, session.run_id)
+            raise StepLimitExceeded(session.run_id, self.max_steps, journaled[-1].step_id)
+
+    def _review_model_call(self, run: _Run) -> str | None:
         """Ask the gateway whether a new model call may leave; the reason if it ends the run."""
-        history = journal.peek()
+        history = run.journal.peek()
         if history is not None and history.completed is not None:
             return None  # already paid: replayed, not reviewed again
-        proposal = Proposal(session.run_id, step_id(journal.position, "model"), "model")
-        verdict = session.gateway.review(proposal)
+        proposal = Proposal(run.session.run_id, step_id(run.journal.position, "model"), "model")
+        verdict = run.session.gateway.review(proposal)
         if verdict.action is Action.TERMINATE:
             return verdict.reason
         if verdict.action is not Action.ALLOW:
@@ -297,190 +367,50 @@ class Agent:
             )
         return None
 
-    async def _model_step(
-        self, journal: Journal, session: Session, context: Context, streaming: bool
-    ) -> AsyncIterator[Any]:
-        step_id, history = journal.next_step("model")
-        request = ModelRequest(self.model, tuple(context.messages), self._specs)
-        fingerprint = context.fingerprint(self.model, self._specs)
-        recorded = history and (history.completed or history.attempted)
-        if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
-            raise ReplayDivergence(
-                session.run_id, step_id, "a model call on another context", "a different context"
-            )
-        if history is not None and history.completed is not None:
-            yield history.completed.as_replayed()
-            return
-        attempt = history.attempt + 1 if history is not None else 1
-        attempted = ModelStep(
-            run_id=session.run_id,
-            step_id=step_id,
-            phase=Phase.ATTEMPTED,
-            attempt=attempt,
-            fingerprint=fingerprint,
+    def _review_tool_call(
+        self, run: _Run, kind: str, call: ToolCall, target: Tool | None
+    ) -> Verdict:
+        """Ask the gateway whether a call never journaled may run."""
+        proposal = Proposal(
+            run.session.run_id,
+            step_id(run.journal.position, kind),
+            kind,
+            call,
+            target.risk if target else None,
+            target.idempotent if target else None,
         )
-        await journal.write(attempted)  # on disk before anyone hears of it, like every event
-        yield attempted
-        response: ModelResponse | None = None
-        for call_number in range(1, session.retry.max_attempts + 1):
-            try:
-                if not streaming:
-                    response = await session.gateway.complete(request)
-                    break
-                async with contextlib.aclosing(session.gateway.stream(request)) as upstream:
-                    async for item in upstream:
-                        if isinstance(item, ModelResponse):
-                            response = item
-                        else:
-                            yield TextFragment(step_id, without_surrogates(item))
-                break
-            except ProviderError as exc:
-                if not exc.retryable or call_number == session.retry.max_attempts:
-                    raise
-                await session.sleep(session.retry.delay(call_number, exc.retry_after))
-        if response is None:
-            raise ConfigurationError(
-                f"{type(session.gateway).__name__}.stream ended without a ModelResponse"
-            )
-        # paid for: recorded whatever it holds (what a journal cannot keep becomes an error
-        # the model reads, or U+FFFD in text), never lost to an encoding error
-        response = journalable(response)
-        completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=response)
-        await journal.write(completed)
-        yield completed
+        return run.session.gateway.review(proposal)
 
-    async def _act(self, journal: Journal, session: Session, call: ToolCall) -> AsyncIterator[Step]:
-        """One tool call: reviewed by the policy (new positions only), perhaps approved by a
-        person, then executed or refused. Ends with the step's last event."""
-        kind = "delegate" if call.name in self.delegates else "tool"
-        target = self._callable.get(call.name)
-        history = journal.peek()
-        if history is None:  # never seen: the gateway reviews it now
-            proposal = Proposal(
-                session.run_id,
-                step_id(journal.position, kind),
-                kind,
-                call,
-                target.risk if target else None,
-                target.idempotent if target else None,
-            )
-            verdict = session.gateway.review(proposal)
-            if verdict.action is Action.REQUIRE_APPROVAL:
-                approval_id, _ = journal.next_step("approval")
-                request = ApprovalStep(
-                    run_id=session.run_id,
-                    step_id=approval_id,
-                    phase=Phase.ATTEMPTED,
-                    call=call,
-                    reason=verdict.reason,
-                )
-                await journal.write(request)
-                yield request
-                return
-            if verdict.action in (Action.DENY, Action.TERMINATE):
-                decision = {
-                    "action": verdict.action.value,
-                    "by": "policy",
-                    "reason": verdict.reason,
-                }
-                yield await self._refuse(journal, session, kind, call, decision)
-                return
-        elif history.kind == "approval":
-            approval_id, _ = journal.next_step("approval")
-            request = history.attempted
-            if not isinstance(request, ApprovalStep) or request.call != call:
-                raise ReplayDivergence(
-                    session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
-                )
-            if history.completed is None:
-                yield request.as_replayed()  # still waiting; nobody is asked twice
-                return
-            decision = history.completed.decision or {}  # type: ignore[attr-defined]
-            yield history.completed.as_replayed()
-            if not decision.get("granted"):
-                refusal = {
-                    "action": "deny",
-                    "by": decision.get("by"),
-                    "reason": decision.get("note") or "denied",
-                }
-                yield await self._refuse(journal, session, kind, call, refusal)
-                return
-        async with contextlib.aclosing(
-            self._tool_step(journal, session, kind, call, target)
-        ) as step:
-            async for event in step:
-                yield event
-
-    async def _refuse(
-        self,
-        journal: Journal,
-        session: Session,
-        kind: str,
-        call: ToolCall,
-        decision: dict[str, Any],
-    ) -> ToolStep:
+    async def _refuse(self, run: _Run, kind: str, call: ToolCall, decision: Decision) -> ToolStep:
         """Record a call that was refused before it ran: an outcome the model reads, not an
-        uncertain effect."""
-        refused_id, history = journal.next_step(kind)
+        uncertain effect. Its attempted and completed events are one commit (neither was
+        yielded before)."""
+        refused_id, history = run.journal.next_step(kind)
         if history is not None and isinstance(history.completed, ToolStep):
-            return history.completed.as_replayed()  # type: ignore[return-value]
+            return history.completed.as_replayed()
         cls = DelegationStep if kind == "delegate" else ToolStep
-        result = ToolResult(f"denied by {decision['by']}: {decision['reason']}", is_error=True)
-        common = {"run_id": session.run_id, "step_id": refused_id, "call": call}
-        attempted = cls(**common, phase=Phase.ATTEMPTED)
-        completed = cls(**common, phase=Phase.COMPLETED, result=result, decision=decision)
-        await journal.write(attempted, completed)  # one commit: neither was yielded before
+        result = ToolResult(f"denied by {decision['by']}: {decision.get('reason')}", is_error=True)
+        attempted = cls(
+            run_id=run.session.run_id, step_id=refused_id, phase=Phase.ATTEMPTED, call=call
+        )
+        completed = dataclasses.replace(
+            attempted, phase=Phase.COMPLETED, result=result, decision=decision
+        )
+        await run.journal.write(attempted, completed)
         return completed
 
-    async def _tool_step(
-        self, journal: Journal, session: Session, kind: str, call: ToolCall, target: Tool | None
-    ) -> AsyncIterator[Step]:
-        step_id, history = journal.next_step(kind)
-        recorded = history and (history.attempted or history.completed)
-        if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
-            call.name,
-            call.arguments,
-        ):
-            raise ReplayDivergence(
-                session.run_id,
-                step_id,
-                f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
-                f"a call to {call.name!r} with {call.arguments!r}",
-            )
-        if history is not None and history.completed is not None:
-            yield history.completed.as_replayed()
-            return
-        attempt = _next_attempt(session, step_id, call, target, history)
-        cls = DelegationStep if kind == "delegate" else ToolStep
-        attempted = cls(
-            run_id=session.run_id,
-            step_id=step_id,
-            phase=Phase.ATTEMPTED,
-            attempt=attempt,
-            call=call,
-        )
-        # write-ahead: on disk before it is yielded, and so before the effect can happen
-        await journal.write(attempted)
-        try:
-            yield attempted
-        except GeneratorExit:
-            # Closed while suspended here: the tool never began, and only this process can
-            # know it (a SIGKILL here leaves the step uncertain). Say so, so that a resume
-            # runs it without asking a person.
-            if target is not None and not target.idempotent:
-                await _record_not_started(journal, attempted)
-            raise
-        context = ToolContext(session.run_id, step_id, attempt)
+    async def _perform(
+        self, run: _Run, kind: str, call: ToolCall, target: Tool | None, attempted: ToolStep
+    ) -> ToolStep:
+        """Do the work of an attempted tool step (or delegation); its completed event."""
+        context = ToolContext(run.session.run_id, attempted.step_id, attempted.attempt)
         if kind == "delegate":
-            result, usage = await self._delegate(session, self.delegates[call.name], call, context)
-            completed = dataclasses.replace(
-                attempted, phase=Phase.COMPLETED, result=result, usage=usage
+            result, usage = await self._delegate(
+                run.session, self.delegates[call.name], call, context
             )
-        else:
-            result = await self._execute(session, target, call, context)
-            completed = dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)
-        await journal.write(completed)
-        yield completed
+            return dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result, usage=usage)
+        result = await self._execute(run.session, target, call, context)
+        return dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)
 
     async def _execute(
         self, session: Session, tool: Tool | None, call: ToolCall, context: ToolContext
@@ -575,6 +505,90 @@ class Agent:
         return dataclasses.replace(final, output=output, replayed=True)
 
 
+@dataclass(slots=True)
+class _Run:
+    """What one pass of a run carries from step to step."""
+
+    journal: Journal
+    session: Session
+    context: Context
+    usage: Usage
+
+    async def finish(
+        self, *, text: str | None = None, output: Any = None, reason: str | None = None
+    ) -> FinalStep:
+        """Record the run's final step: its answer, or the reason it ended without one."""
+        final_id, _ = self.journal.next_step("final")
+        final = FinalStep(
+            run_id=self.session.run_id,
+            step_id=final_id,
+            text=text,
+            output=output,
+            reason=reason,
+            usage=self.usage,
+        )
+        await self.journal.write(final)
+        return final
+
+
+def _check_task(task: Any, run_id: str) -> None:
+    """Refuse a task a journal cannot keep, before anything is run or paid."""
+    at = lone_surrogate(task) if isinstance(task, str) else None
+    if isinstance(task, str) and at is None:
+        return
+    problem = (
+        f"holds {task[at]!r} at index {at}, half of a surrogate pair and not a "
+        "character, which a journal cannot keep (UTF-8 has no form for it)"
+        if at is not None
+        else f"is a {type(task).__name__}, not a str"
+    )
+    raise ConfigurationError(
+        f"run {run_id!r}: the task {problem}; nothing was run or paid: pass "
+        "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
+    )
+
+
+def _check_same_request(
+    run: _Run, model_id: str, history: StepHistory | None, fingerprint: str
+) -> None:
+    """Raise `ReplayDivergence` when the journal's model call was made on another context."""
+    recorded = history and (history.completed or history.attempted)
+    if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
+        raise ReplayDivergence(
+            run.session.run_id, model_id, "a model call on another context", "a different context"
+        )
+
+
+def _check_same_call(run: _Run, tool_id: str, history: StepHistory | None, call: ToolCall) -> None:
+    """Raise `ReplayDivergence` when the journal's tool step called something else."""
+    recorded = history and (history.attempted or history.completed)
+    if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
+        call.name,
+        call.arguments,
+    ):
+        raise ReplayDivergence(
+            run.session.run_id,
+            tool_id,
+            f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
+            f"a call to {call.name!r} with {call.arguments!r}",
+        )
+
+
+def _journaled_approval(run: _Run, call: ToolCall) -> ApprovalStep:
+    """The journaled approval at the next position: the request if nobody decided yet, else
+    the decision. Raises `ReplayDivergence` when it approves another call."""
+    approval_id, history = run.journal.next_step("approval")
+    request = history.attempted if history is not None else None
+    if not isinstance(request, ApprovalStep) or request.call != call:
+        raise ReplayDivergence(
+            run.session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
+        )
+    decided = history.completed if history is not None else None
+    if isinstance(decided, ApprovalStep):
+        return decided.as_replayed()
+    return request.as_replayed()
+
+
 def _next_attempt(
     session: Session, step: str, call: ToolCall, target: Tool | None, history: StepHistory | None
 ) -> int:
@@ -589,7 +603,7 @@ def _next_attempt(
 
 async def _record_not_started(journal: Journal, attempted: ToolStep) -> None:
     """Journal that the attempt `attempted` never began: the runtime's own decision."""
-    decision = {
+    decision: Decision = {
         "action": "not_started",
         "by": "runtime",
         "reason": "the run was closed before the tool began",

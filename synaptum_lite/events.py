@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NotRequired, Self, TypedDict
 
 from .errors import CorruptJournal
 from .messages import ModelResponse, ToolCall, ToolResult, Usage, lone_surrogate
@@ -27,6 +27,45 @@ class Phase(enum.Enum):
 def step_id(position: int, kind: str) -> str:
     """The id of the step at `position` (dense, from 0): `000003-tool`."""
     return f"{position:06d}-{kind}"
+
+
+def parse_step_id(text: str) -> tuple[int, str]:
+    """The position and kind a step id names: `000003-tool` → `(3, "tool")`.
+
+    Raises `ValueError` when `text` is not a step id."""
+    position, separator, kind = text.partition("-")
+    if not separator or not position.isdigit() or not kind:
+        raise ValueError(f"{text!r} is not a step id (like '000003-tool')")
+    return int(position), kind
+
+
+class Decision(TypedDict):
+    """What was decided about a tool step without running it, and by whom (stored as is).
+
+    `record`: an operator recorded the result of an uncertain step; `retry`: an operator
+    allowed one more attempt; `not_started`: the runtime knows the attempt never began;
+    `deny`: the call was refused (by the policy, or a person denied its approval), and the
+    model reads `reason`; `terminate`: refused, and the run ends with `reason`.
+    """
+
+    action: Literal["record", "retry", "not_started", "deny", "terminate"]
+    by: str
+    reason: NotRequired[str]
+
+
+def allows_retry(decision: Decision | None) -> bool:
+    """Whether a decision lets the latest attempt of a tool step run again without asking."""
+    return decision is not None and decision["action"] in ("retry", "not_started")
+
+
+class ApprovalDecision(TypedDict):
+    """A person's answer to an approval request, bound to the exact call it approves."""
+
+    granted: bool
+    by: str
+    at: str
+    note: str
+    call: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,9 +85,9 @@ class Step:
 
     @property
     def position(self) -> int:
-        return int(self.step_id.split("-", 1)[0])
+        return parse_step_id(self.step_id)[0]
 
-    def as_replayed(self) -> Step:
+    def as_replayed(self) -> Self:
         return replace(self, replayed=True)
 
 
@@ -74,7 +113,7 @@ class ToolStep(Step):
     kind: ClassVar[str] = "tool"
     call: ToolCall
     result: ToolResult | None = None
-    decision: dict[str, Any] | None = None
+    decision: Decision | None = None
 
     def payload(self) -> dict[str, Any]:
         # the call is journaled once, by the attempted event
@@ -119,7 +158,7 @@ class ApprovalStep(Step):
     kind: ClassVar[str] = "approval"
     call: ToolCall
     reason: str = ""
-    decision: dict[str, Any] | None = None
+    decision: ApprovalDecision | None = None
 
     @property
     def pending(self) -> bool:
@@ -205,7 +244,7 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
     holds what it does not repeat (the fingerprint, the call).
     """
     try:
-        kind = record.step_id.split("-", 1)[1]
+        _, kind = parse_step_id(record.step_id)
         cls = KINDS[kind]
         data = json.loads(record.data)
         phase = Phase(record.phase)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationChanged, ReplayDivergence
-from .events import FinalStep, Phase, Step, ToolStep, step_id
+from .events import FinalStep, Phase, Step, ToolStep, allows_retry, parse_step_id, step_id
 from .journal import FORMAT_VERSION, Checkpointer, load_events
 
 
@@ -28,7 +28,7 @@ class StepHistory:
 
     @property
     def kind(self) -> str:
-        return self.step_id.split("-", 1)[1]
+        return parse_step_id(self.step_id)[1]
 
     @property
     def attempt(self) -> int:
@@ -40,10 +40,7 @@ class StepHistory:
         """Whether the latest attempt may run again without asking: an operator allowed it
         (`retry`), or the runtime journaled that it never began (`not_started`)."""
         return any(
-            isinstance(d, ToolStep)
-            and d.decision
-            and d.decision.get("action") in ("retry", "not_started")
-            and d.attempt == self.attempt
+            isinstance(d, ToolStep) and allows_retry(d.decision) and d.attempt == self.attempt
             for d in self.decisions
         )
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ConfigurationError, NothingToResolve
-from .events import ApprovalStep, Phase, Step, ToolStep
+from .events import ApprovalDecision, ApprovalStep, Decision, Phase, Step, ToolStep
 from .gateway import Gateway
 from .journal import Checkpointer, load_events
 from .messages import ToolResult, lone_surrogate
@@ -91,7 +91,7 @@ class Session:
             ) from None
         async with self.checkpointer.hold(self.run_id):
             pending = await self._uncertain(step_id)
-            decision = {"action": "record", "by": by}
+            decision: Decision = {"action": "record", "by": by}
             await self._append(
                 replace(pending, phase=Phase.COMPLETED, result=result_text, decision=decision)
             )
@@ -104,7 +104,7 @@ class Session:
         _check_text("by", by)
         async with self.checkpointer.hold(self.run_id):
             pending = await self._uncertain(step_id)
-            decision = {"action": "retry", "by": by}
+            decision: Decision = {"action": "retry", "by": by}
             await self._append(replace(pending, phase=Phase.RESOLVED, decision=decision))
 
     async def decide(
@@ -126,7 +126,7 @@ class Session:
                 raise NothingToResolve(self.run_id, step_id, "not an approval request of this run")
             if history.completed is not None:
                 raise NothingToResolve(self.run_id, step_id, "already decided")
-            decision = {
+            decision: ApprovalDecision = {
                 "granted": granted,
                 "by": by,
                 "at": self.clock().isoformat(timespec="seconds"),
