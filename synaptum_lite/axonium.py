@@ -21,10 +21,10 @@ from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
-from .http import _tool_call, _wire_message
 from .messages import ModelRequest, ModelResponse, Usage
 from .policy import Policy, allow_everything
 from .tools import Tool
+from .wire import request_body, tool_call_from_wire
 
 INSTALL = "pip install 'synaptum-lite[axonium]' (or: uv sync --extra axonium)"
 ENV_CLIENT_ID = "AXONIUM_CLIENT_ID"
@@ -103,11 +103,13 @@ class AxoniumGateway(LocalGateway):
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         sdk = self._axonium
         try:
-            completion = await self._current().chat.completions.create(**self._arguments(request))
+            completion = await self._current().chat.completions.create(
+                **request_body(request, self.model)
+            )
         except sdk.AxoniumError as exc:
             raise self._provider_error(exc) from None
         calls = tuple(
-            _tool_call(index, call.id, call.function.model_dump())
+            tool_call_from_wire(index, call.id, call.function.model_dump())
             for index, call in enumerate(completion.tool_calls)
         )
         return ModelResponse(
@@ -118,12 +120,14 @@ class AxoniumGateway(LocalGateway):
         sdk = self._axonium
         try:
             # Leaving this block (also by `aclose()`) closes the SDK's stream and its response.
-            async with self._current().chat.completions.stream(**self._arguments(request)) as s:
+            async with self._current().chat.completions.stream(
+                **request_body(request, self.model)
+            ) as s:
                 async for chunk in s:
                     if chunk.content:
                         yield chunk.content
                 calls = tuple(
-                    _tool_call(index, call.id, call.function.model_dump())
+                    tool_call_from_wire(index, call.id, call.function.model_dump())
                     for index, call in enumerate(s.tool_calls)
                 )
                 response = ModelResponse(
@@ -152,17 +156,6 @@ class AxoniumGateway(LocalGateway):
             self._client = self._build_client()
         self._loop = loop
         return self._client
-
-    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
-        arguments: dict[str, Any] = {
-            "model": request.model or self.model or "",
-            "messages": [_wire_message(m) for m in request.messages],
-        }
-        if request.tools:
-            arguments["tools"] = [
-                {"type": "function", "function": t.to_json()} for t in request.tools
-            ]
-        return arguments
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "[redacted]") if self._secret else text

@@ -32,22 +32,14 @@ import re
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
-from .messages import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Role,
-    ToolCall,
-    Usage,
-    joined_surrogate_pairs,
-)
+from .messages import ModelRequest, ModelResponse
 from .policy import Policy, allow_everything
 from .tools import Tool
+from .wire import StreamAssembly, request_body, tool_call_from_wire, usage_from_wire
 
 try:
     import httpx
@@ -195,7 +187,7 @@ class OpenAICompatibleGateway(LocalGateway):
                         async with asyncio.timeout_at(deadline):
                             await response.aread()
                         raise self._status_error(response)
-                    assembly = _StreamAssembly()
+                    assembly = StreamAssembly()
                     async for data in _sse_data(_until(deadline, response.aiter_lines())):
                         if data == "[DONE]":
                             assembly.done = True
@@ -247,14 +239,7 @@ class OpenAICompatibleGateway(LocalGateway):
         )
 
     def _payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "model": request.model or self.model or "",
-            "messages": [_wire_message(m) for m in request.messages],
-        }
-        if request.tools:
-            payload["tools"] = [
-                {"type": "function", "function": t.to_json()} for t in request.tools
-            ]
+        payload = request_body(request, self.model)
         if stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
@@ -268,11 +253,13 @@ class OpenAICompatibleGateway(LocalGateway):
                 "answered without choices[0].message", json.dumps(body)
             ) from None
         calls = tuple(
-            _tool_call(index, raw.get("id"), raw.get("function") or {})
+            tool_call_from_wire(index, raw.get("id"), raw.get("function") or {})
             for index, raw in enumerate(message.get("tool_calls") or ())
         )
         return ModelResponse(
-            text=message.get("content") or None, tool_calls=calls, usage=_usage(body.get("usage"))
+            text=message.get("content") or None,
+            tool_calls=calls,
+            usage=usage_from_wire(body.get("usage")),
         )
 
     # ── errors ──────────────────────────────────────────────────────────────────────────────
@@ -332,70 +319,7 @@ class OpenAICompatibleGateway(LocalGateway):
         return ProviderError(self._redact(message), retryable=retryable, status=status)
 
 
-# ── helpers: pure functions of the wire format ───────────────────────────────────────────────
-
-
-def _wire_message(message: Message) -> dict[str, Any]:
-    """A context message in the OpenAI chat format."""
-    wire: dict[str, Any] = {"role": message.role.value, "content": message.content}
-    if message.role is Role.ASSISTANT and message.tool_calls:
-        wire["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": _wire_arguments(call.arguments)},
-            }
-            for call in message.tool_calls
-        ]
-    if message.role is Role.TOOL:
-        wire["tool_call_id"] = message.tool_call_id
-    return wire
-
-
-def _wire_arguments(arguments: Any) -> str:
-    # Unreadable arguments were kept as the model's raw text: send back exactly what it wrote.
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def _tool_call(index: int, call_id: Any, function: Mapping[str, Any]) -> ToolCall:
-    """A wire tool call as a `ToolCall`; arguments that are not JSON stay the raw text."""
-    raw = function.get("arguments")
-    arguments: Any
-    if isinstance(raw, dict):
-        arguments = raw  # some servers send the object itself
-    elif raw is None or (isinstance(raw, str) and not raw.strip()):
-        arguments = {}
-    else:
-        try:  # strict JSON: NaN and Infinity are not, and a journal could not keep them
-            arguments = json.loads(raw, parse_constant=_not_json)
-        except (TypeError, ValueError):
-            arguments = raw if isinstance(raw, str) else repr(raw)
-    # A server that omits the id gets a positional one, so a replay derives the same.
-    identifier = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
-    return ToolCall(id=identifier, name=str(function.get("name") or ""), arguments=arguments)
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
-
-
-def _usage(raw: Any) -> Usage:
-    """OpenAI usage as `Usage`; a counter the server does not report stays `None`."""
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return Usage(
-        input_tokens=_count(raw.get("prompt_tokens")),
-        output_tokens=_count(raw.get("completion_tokens")),
-        cached_tokens=_count(cached),
-    )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+# ── helpers ─────────────────────────────────────────────────────────────────────────────
 
 
 def _retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -551,68 +475,3 @@ async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             buffer.append(value[1:] if value.startswith(" ") else value)
     if buffer:
         yield "\n".join(buffer)
-
-
-@dataclass
-class _StreamAssembly:
-    """What the chunks of one streamed completion add up to."""
-
-    text: list[str] = field(default_factory=list)
-    held: str = ""  # a high surrogate whose low half may come in the next event
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-    finished: bool = False
-    done: bool = False
-
-    @property
-    def complete(self) -> bool:
-        return self.finished or self.done
-
-    def feed(self, event: dict[str, Any]) -> str | None:
-        """Absorb one chunk; return its text fragment, if it carries one."""
-        if isinstance(event.get("usage"), dict):
-            self.usage = _usage(event["usage"])
-        fragment = None
-        for choice in event.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            if choice.get("finish_reason"):
-                self.finished = True
-            delta = choice.get("delta") or {}
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                # a character outside the BMP may arrive as two \\u escapes in two events
-                content = joined_surrogate_pairs(self.held + content)
-                self.held = content[-1] if "\ud800" <= content[-1] <= "\udbff" else ""
-                content = content[: len(content) - len(self.held)]
-                if content:
-                    self.text.append(content)
-                    fragment = content
-            for piece in delta.get("tool_calls") or ():
-                self._absorb(piece)
-        return fragment
-
-    def _absorb(self, piece: dict[str, Any]) -> None:
-        index = piece.get("index")
-        call = self.calls.setdefault(
-            index if isinstance(index, int) else 0, {"id": None, "name": "", "arguments": ""}
-        )
-        if piece.get("id") and not call["id"]:
-            call["id"] = piece["id"]
-        function = piece.get("function") or {}
-        if function.get("name"):
-            call["name"] += function["name"]
-        if isinstance(function.get("arguments"), str):
-            call["arguments"] += function["arguments"]
-
-    def response(self) -> ModelResponse:
-        calls = tuple(
-            _tool_call(
-                position,
-                call["id"],
-                {**call, "arguments": joined_surrogate_pairs(call["arguments"])},
-            )
-            for position, (_, call) in enumerate(sorted(self.calls.items()))
-        )
-        text = "".join(self.text) + self.held
-        return ModelResponse(text=text or None, tool_calls=calls, usage=self.usage)
