@@ -280,9 +280,9 @@ class Agent:
                             yield request_event
                             return  # suspended on disk until a person decides (Session.decide)
                         if verdict.action in (Action.DENY, Action.TERMINATE):
-                            action = "terminate" if verdict.action is Action.TERMINATE else "deny"
+                            ends = verdict.action is Action.TERMINATE
                             refusal_decision = {
-                                "action": action,
+                                "action": "terminate" if ends else "deny",
                                 "by": "policy",
                                 "reason": verdict.reason,
                             }
@@ -404,7 +404,7 @@ class Agent:
     ) -> ToolStep:
         """Do the work of an attempted tool step (or delegation); its completed event."""
         context = ToolContext(run.session.run_id, attempted.step_id, attempted.attempt)
-        if kind == "delegate":
+        if isinstance(attempted, DelegationStep):
             result, usage = await self._delegate(
                 run.session, self.delegates[call.name], call, context
             )
@@ -500,7 +500,7 @@ class Agent:
 
     def _typed(self, final: FinalStep) -> FinalStep:
         if self._parse_output is None or final.text is None or final.reason is not None:
-            return final.as_replayed()  # type: ignore[return-value]
+            return final.as_replayed()
         output, _ = self._read_output(final.text)
         return dataclasses.replace(final, output=output, replayed=True)
 
@@ -624,4 +624,5 @@ def _as_tool(agent: Agent) -> Tool:
 
     delegate.__doc__ = agent.description
     # running a delegation twice resumes its sub-run, whose own journal repeats nothing
-    return tool(delegate, name=agent.name, risk=agent.risk, idempotent=True)
+    described: Tool = tool(delegate, name=agent.name, risk=agent.risk, idempotent=True)
+    return described

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
 from .errors import ConfigurationError, ProviderError
@@ -116,7 +116,7 @@ class AxoniumGateway(LocalGateway):
             text=completion.content or None, tool_calls=calls, usage=_usage(completion.usage)
         )
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         sdk = self._axonium
         try:
             # Leaving this block (also by `aclose()`) closes the SDK's stream and its response.

@@ -202,7 +202,9 @@ class UncertainEffect(SynaptumError):
     resolves it with `Session.record_result` (the effect is known) or `Session.allow_retry`.
     """
 
-    def __init__(self, run_id: str, step_id: str, tool: str, arguments: dict[str, Any]) -> None:
+    def __init__(
+        self, run_id: str, step_id: str, tool: str, arguments: dict[str, Any] | str
+    ) -> None:
         self.run_id = run_id
         self.step_id = step_id
         self.tool = tool

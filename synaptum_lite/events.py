@@ -248,7 +248,7 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
         cls = KINDS[kind]
         data = json.loads(record.data)
         phase = Phase(record.phase)
-        common = {
+        common: dict[str, Any] = {
             "run_id": run_id,
             "step_id": record.step_id,
             "attempt": record.attempt,
@@ -271,24 +271,37 @@ def decode(run_id: str, record: Record, attempted: Step | None = None) -> Step:
             return ModelStep(
                 **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
             )
-        call = ToolCall.from_json(data["call"]) if phase is Phase.ATTEMPTED else attempted.call  # type: ignore[union-attr]
+        if phase is Phase.ATTEMPTED:
+            call = ToolCall.from_json(data["call"])
+        elif isinstance(attempted, ToolStep | ApprovalStep):
+            call = attempted.call
+        else:
+            raise ValueError(f"a {phase.value} {kind} event after a {attempted!r}")
         if cls is ApprovalStep:
-            reason = data["reason"] if phase is Phase.ATTEMPTED else attempted.reason  # type: ignore[union-attr]
+            if phase is Phase.ATTEMPTED:
+                reason = data["reason"]
+            elif isinstance(attempted, ApprovalStep):
+                reason = attempted.reason
+            else:
+                raise ValueError(f"a {phase.value} approval event after a {attempted!r}")
             return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
-        extra = (
-            {"usage": Usage.from_json(data["usage"])}
-            if cls is DelegationStep and "usage" in data
-            else {}
-        )
-        return cls(  # type: ignore[call-arg]
-            **common,
-            call=call,
-            result=ToolResult.from_json(data) if "content" in data else None,
-            decision=data.get("decision"),
-            **extra,
-        )
+        result = ToolResult.from_json(data) if "content" in data else None
+        if cls is DelegationStep:
+            usage = Usage.from_json(data["usage"]) if "usage" in data else None
+            return DelegationStep(
+                **common, call=call, result=result, decision=data.get("decision"), usage=usage
+            )
+        return ToolStep(**common, call=call, result=result, decision=data.get("decision"))
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
+
+
+def decode_final(run_id: str, record: Record) -> FinalStep:
+    """A run's final event from its stored form. Raises `CorruptJournal` when it is not one."""
+    event = decode(run_id, record)
+    if not isinstance(event, FinalStep):
+        raise CorruptJournal(run_id, record.seq, f"step {record.step_id} is not a final step")
+    return event
 
 
 def decode_all(run_id: str, records: list[Record]) -> list[Step]:

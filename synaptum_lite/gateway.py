@@ -8,7 +8,7 @@ subclasses it and implements `_complete` (and `_stream`, when it can stream).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError
@@ -27,7 +27,7 @@ class Gateway(Protocol):
         """Answer one model request. Raises `ProviderError` when the provider fails."""
         ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         """Answer one model request as text fragments, then exactly one `ModelResponse`.
 
         Closing the iterator (`aclose()`) stops the generation upstream.
@@ -63,7 +63,7 @@ class LocalGateway:
         self.model_calls += 1
         return await self._complete(request)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         self.model_calls += 1
         # closing this stream closes the provider's at once, not when it is garbage collected
         async with contextlib.aclosing(self._stream(request)) as upstream:
@@ -90,7 +90,7 @@ class LocalGateway:
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         raise NotImplementedError(f"{type(self).__name__} has no model; use a model-backed gateway")
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         """Default streaming: the whole text as one fragment, then the response."""
         response = await self._complete(request)
         if response.text:

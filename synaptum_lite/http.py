@@ -31,7 +31,7 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from .errors import ConfigurationError, ProviderError
@@ -170,7 +170,7 @@ class OpenAICompatibleGateway(LocalGateway):
                 ) from None
         return self._read_completion(body)
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         payload = self._payload(request, stream=True)
         deadline = asyncio.get_running_loop().time() + self.deadline
         # The `async with` and `finally` blocks are what make `aclose()` stop generation
@@ -408,7 +408,7 @@ class _RedactSecrets(logging.Filter):
     """Redacts the secrets of every gateway built in this process from the log records of
     the HTTP libraries it uses (a server may echo a key in a header httpcore logs)."""
 
-    LOGGERS = ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2")
+    LOGGERS: tuple[str, ...] = ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2")
     LOGGERS += ("httpcore.proxy", "httpcore.socks")
     _installed: _RedactSecrets | None = None
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError, CorruptJournal, JournalError, RunBusy
-from .events import FinalStep, Record, Step, decode, decode_all, encode
+from .events import FinalStep, Record, Step, decode_all, decode_final, encode
 from .messages import lone_surrogate
 
 FORMAT_VERSION = 1
@@ -82,8 +82,10 @@ def check_run_id(run_id: Any) -> str:
     """`run_id`, when every store can keep it. Raises `ConfigurationError` naming the problem."""
     if not isinstance(run_id, str) or not run_id:
         raise ConfigurationError(f"run_id must be a non-empty string, got {run_id!r}")
-    problem = "\0" in run_id and f"a NUL character at index {run_id.index(chr(0))}"
-    problem = problem or _surrogate(run_id)
+    if "\0" in run_id:
+        problem: str | None = f"a NUL character at index {run_id.index(chr(0))}"
+    else:
+        problem = _surrogate(run_id)
     if problem:
         raise ConfigurationError(
             f"run_id {run_id!r} cannot be journaled: it holds {problem}; "
@@ -226,7 +228,7 @@ class MemoryCheckpointer:
             run_id=run_id,
             next_seq=len(self._records.get(run_id, ())),
             header=decode_header(run_id, header) if header is not None else None,
-            final=decode(run_id, final) if final is not None else None,  # type: ignore[arg-type]
+            final=decode_final(run_id, final) if final is not None else None,
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:

@@ -71,7 +71,7 @@ class Proposal:
         return self.call.name if self.call is not None else None
 
     @property
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> dict[str, Any] | str:
         return self.call.arguments if self.call is not None else {}
 
 

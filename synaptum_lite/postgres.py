@@ -32,7 +32,7 @@ from .errors import (
     StoreUnavailable,
     UnsupportedFormat,
 )
-from .events import Record, Step, decode, encode
+from .events import Record, Step, decode_final, encode
 from .journal import (
     FORMAT_VERSION,
     RunState,
@@ -164,7 +164,7 @@ class PostgresCheckpointer:
             run_id=run_id,
             next_seq=next_seq,
             header=decode_header(run_id, header),
-            final=decode(run_id, Record(*final)) if final[0] is not None else None,  # type: ignore[arg-type]
+            final=decode_final(run_id, Record(*final)) if final[0] is not None else None,
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
@@ -419,7 +419,7 @@ class PostgresCheckpointer:
                     seq += 1
             if seq != row[1]:
                 await connection.execute(self._sql["advance"], (seq, final_seq, run))
-        return seq
+        return int(seq)
 
 
 _STATEMENTS = {

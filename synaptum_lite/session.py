@@ -45,7 +45,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number `attempt`."""
         if retry_after is not None:
             return min(self.cap, max(0.0, retry_after))
-        backoff = min(self.cap, self.base * 2 ** (attempt - 1))
+        backoff = min(self.cap, self.base * 2.0 ** (attempt - 1))
         return backoff * (0.5 + 0.5 * self.random())
 
 
@@ -122,7 +122,7 @@ class Session:
         async with self.checkpointer.hold(self.run_id):
             history = await self._history(step_id)
             request = history.attempted if history is not None else None
-            if not isinstance(request, ApprovalStep):
+            if history is None or not isinstance(request, ApprovalStep):
                 raise NothingToResolve(self.run_id, step_id, "not an approval request of this run")
             if history.completed is not None:
                 raise NothingToResolve(self.run_id, step_id, "already decided")
@@ -141,7 +141,7 @@ class Session:
         """The attempted event of a tool step that is waiting for an operator."""
         history = await self._history(step_id)
         pending = history.attempted if history is not None else None
-        if not isinstance(pending, ToolStep):
+        if history is None or not isinstance(pending, ToolStep):
             raise NothingToResolve(self.run_id, step_id, "not an attempted tool step of this run")
         if history.completed is not None:
             raise NothingToResolve(self.run_id, step_id, "already completed")

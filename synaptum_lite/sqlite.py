@@ -41,7 +41,7 @@ from .errors import (
     StoreUnavailable,
     UnsupportedFormat,
 )
-from .events import Record, Step, decode, encode
+from .events import Record, Step, decode_final, encode
 from .journal import (
     FORMAT_VERSION,
     RunState,
@@ -347,7 +347,7 @@ class SqliteCheckpointer:
             run_id=run_id,
             next_seq=row[1] if row else 0,
             header=decode_header(run_id, row[0]) if row else None,
-            final=decode(run_id, final) if final else None,  # type: ignore[arg-type]
+            final=decode_final(run_id, final) if final else None,
         )
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
@@ -576,7 +576,7 @@ class _Database:
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
             raise
-        return seq
+        return int(seq)
 
     @staticmethod
     def _records(connection: sqlite3.Connection, run_id: str) -> list[Record]:

@@ -12,7 +12,7 @@ and what was answered; cached tokens are not measured.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import ConfigurationError
@@ -107,7 +107,7 @@ class ScriptedGateway(LocalGateway):
         self._measured = (messages[-1] if messages else None, len(messages), characters)
         return characters
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         response = await self._complete(request)
         text = response.text or ""
         finished = False

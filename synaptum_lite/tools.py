@@ -14,7 +14,17 @@ import json
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    SupportsFloat,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from .errors import InvalidToolCall, ToolDefinitionError
 from .messages import ToolSpec, lone_surrogate
@@ -248,9 +258,9 @@ def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]
     required: list[str] = []
     converters: dict[str, Converter] = {}
     for item in dataclasses.fields(cls):
-        schema, convert = _schema(hints[item.name], f"{where}.{item.name}")
-        properties[item.name] = schema
-        converters[item.name] = convert
+        field_schema, field_convert = _schema(hints[item.name], f"{where}.{item.name}")
+        properties[item.name] = field_schema
+        converters[item.name] = field_convert
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             required.append(item.name)
     schema: dict[str, Any] = {
@@ -279,7 +289,7 @@ def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) 
         # bool is an int in Python but not in JSON schema
         if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
             raise InvalidToolCall(where.split(".")[0], f"{where} must be {kind}, got {value!r}")
-        return float(value) if hint is float else value
+        return float(cast(SupportsFloat, value)) if hint is float else value
 
     return check
 
