@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError, CorruptJournal, JournalError, RunBusy
-from .events import FinalStep, Record, Step, decode_all, decode_final, encode
+from .events import FinalStep, Record, Step, decode_all, decode_final, encode, parse_step_id
 from .messages import lone_surrogate
 
 FORMAT_VERSION = 1
@@ -122,6 +122,39 @@ def decode_header(run_id: str, text: str) -> dict[str, Any]:
     return header
 
 
+# ── what every store does alike: the stores only move records ───────────────────────────────
+
+Encoded = tuple[str, str, int, str]
+"""An event as `events.encode` gives it: `(step_id, phase, attempt, data)`."""
+
+
+def encode_events(run_id: str, events: Sequence[Step]) -> list[Encoded]:
+    """Check `run_id` and encode every event before anything is written: all or nothing."""
+    check_run_id(run_id)
+    return [encode(event) for event in events]
+
+
+def run_state(run_id: str, header: str | None, next_seq: int, final: Record | None) -> RunState:
+    """A run's state from what a store keeps: its stored header (None: never started), its
+    number of events and its final event's record (None: still open)."""
+    return RunState(
+        run_id=run_id,
+        next_seq=next_seq,
+        header=decode_header(run_id, header) if header is not None else None,
+        final=decode_final(run_id, final) if final is not None else None,
+    )
+
+
+def is_final(step_id: str) -> bool:
+    """Whether an appended event closes its run (a store keeps where its final event is)."""
+    return parse_step_id(step_id)[1] == "final"
+
+
+def never_started(run_id: str) -> JournalError:
+    """What `append` raises for a run whose header was never recorded."""
+    return JournalError(f"run {run_id!r} was never started; call start() first")
+
+
 async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
     """Every event of the run, decoded, in position order."""
     return decode_all(run_id, await checkpointer.records(run_id))
@@ -223,13 +256,8 @@ class MemoryCheckpointer:
 
     async def load(self, run_id: str) -> RunState:
         header = self._headers.get(check_run_id(run_id))
-        final = self._final.get(run_id)
-        return RunState(
-            run_id=run_id,
-            next_seq=len(self._records.get(run_id, ())),
-            header=decode_header(run_id, header) if header is not None else None,
-            final=decode_final(run_id, final) if final is not None else None,
-        )
+        next_seq = len(self._records.get(run_id, ()))
+        return run_state(run_id, header, next_seq, self._final.get(run_id))
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
         text = encode_header(check_run_id(run_id), header)
@@ -239,9 +267,9 @@ class MemoryCheckpointer:
             self._keys[run_id] = set()
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        if check_run_id(run_id) not in self._headers:
-            raise JournalError(f"run {run_id!r} was never started; call start() first")
-        encoded = [encode(event) for event in events]  # all or nothing: encode first
+        encoded = encode_events(run_id, events)
+        if run_id not in self._headers:
+            raise never_started(run_id)
         records, keys = self._records[run_id], self._keys[run_id]
         for step_id, phase, attempt, data in encoded:
             if (step_id, phase, attempt) in keys:
@@ -249,7 +277,7 @@ class MemoryCheckpointer:
             keys.add((step_id, phase, attempt))
             record = Record(len(records), step_id, phase, attempt, data)
             records.append(record)
-            if step_id.endswith("-final"):
+            if is_final(step_id):
                 self._final[run_id] = record
         return len(records)
 

@@ -26,20 +26,23 @@ from typing import Any, TypeVar
 
 from .errors import (
     ConfigurationError,
-    JournalError,
     NotAJournal,
     StoreFull,
     StoreUnavailable,
     UnsupportedFormat,
 )
-from .events import Record, Step, decode_final, encode
+from .events import Record, Step
 from .journal import (
     FORMAT_VERSION,
+    Encoded,
     RunState,
     check_run_id,
-    decode_header,
+    encode_events,
     encode_header,
     holding,
+    is_final,
+    never_started,
+    run_state,
 )
 
 T = TypeVar("T")
@@ -158,22 +161,16 @@ class PostgresCheckpointer:
         check_run_id(run_id)
         row = await self._on(run_id, lambda c: self._fetchone(c, "load", (run_id,)))
         if row is None:
-            return RunState(run_id=run_id, next_seq=0, header=None, final=None)
+            return run_state(run_id, None, 0, None)
         header, next_seq, *final = row
-        return RunState(
-            run_id=run_id,
-            next_seq=next_seq,
-            header=decode_header(run_id, header),
-            final=decode_final(run_id, Record(*final)) if final[0] is not None else None,
-        )
+        return run_state(run_id, header, next_seq, Record(*final) if final[0] is not None else None)
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
         text = encode_header(check_run_id(run_id), header)
         await self._on(run_id, lambda c: c.execute(self._sql["start"], (run_id, text)))
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        check_run_id(run_id)
-        encoded = [encode(event) for event in events]  # all or nothing: encode before writing
+        encoded = encode_events(run_id, events)
         return await self._on(run_id, lambda c: self._append(c, run_id, encoded))
 
     async def records(self, run_id: str) -> list[Record]:
@@ -398,15 +395,13 @@ class PostgresCheckpointer:
         cursor = await connection.execute(self._sql[name], params)
         return await cursor.fetchone()
 
-    async def _append(
-        self, connection: Any, run_id: str, encoded: list[tuple[str, str, int, str]]
-    ) -> int:
+    async def _append(self, connection: Any, run_id: str, encoded: list[Encoded]) -> int:
         # The run's row is locked for the transaction: concurrent appenders, in this process
         # or in another, take positions one after the other, never the same one twice.
         async with connection.transaction():
             row = await self._fetchone(connection, "lock_run", (run_id,))
             if row is None:
-                raise JournalError(f"run {run_id!r} was never started; call start() first")
+                raise never_started(run_id)
             run, seq = row
             final_seq = None
             for step_id, phase, attempt, data in encoded:
@@ -414,7 +409,7 @@ class PostgresCheckpointer:
                     self._sql["insert"], (run, seq, step_id, phase, attempt, data)
                 )
                 if cursor.rowcount:
-                    if step_id.endswith("-final"):
+                    if is_final(step_id):
                         final_seq = seq
                     seq += 1
             if seq != row[1]:

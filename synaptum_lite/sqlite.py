@@ -34,21 +34,24 @@ from .errors import (
     ConfigurationError,
     CorruptJournal,
     DamagedStore,
-    JournalError,
     LockFailed,
     NotAJournal,
     StoreFull,
     StoreUnavailable,
     UnsupportedFormat,
 )
-from .events import Record, Step, decode_final, encode
+from .events import Record, Step
 from .journal import (
     FORMAT_VERSION,
+    Encoded,
     RunState,
     check_run_id,
-    decode_header,
+    encode_events,
     encode_header,
     holding,
+    is_final,
+    never_started,
+    run_state,
 )
 
 T = TypeVar("T")
@@ -343,20 +346,14 @@ class SqliteCheckpointer:
 
     async def load(self, run_id: str) -> RunState:
         row, final = await self._call(self._database.load, check_run_id(run_id))
-        return RunState(
-            run_id=run_id,
-            next_seq=row[1] if row else 0,
-            header=decode_header(run_id, row[0]) if row else None,
-            final=decode_final(run_id, final) if final else None,
-        )
+        return run_state(run_id, row[0] if row else None, row[1] if row else 0, final)
 
     async def start(self, run_id: str, header: dict[str, Any]) -> None:
         text = encode_header(check_run_id(run_id), header)
         await self._call(self._database.start, run_id, text)
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        check_run_id(run_id)
-        encoded = [encode(event) for event in events]  # all or nothing: encode before writing
+        encoded = encode_events(run_id, events)
         return await self._call(self._database.append, run_id, encoded)
 
     async def records(self, run_id: str) -> list[Record]:
@@ -412,7 +409,7 @@ class _Database:
     def start(self, run_id: str, header: str) -> None:
         return self._write(self._start, run_id, header)
 
-    def append(self, run_id: str, encoded: list[tuple[str, str, int, str]]) -> int:
+    def append(self, run_id: str, encoded: list[Encoded]) -> int:
         return self._write(self._append, run_id, encoded)
 
     def records(self, run_id: str) -> list[Record]:
@@ -543,16 +540,14 @@ class _Database:
         )
 
     @staticmethod
-    def _append(
-        connection: sqlite3.Connection, run_id: str, encoded: list[tuple[str, str, int, str]]
-    ) -> int:
+    def _append(connection: sqlite3.Connection, run_id: str, encoded: list[Encoded]) -> int:
         connection.execute("BEGIN IMMEDIATE")
         try:
             row = connection.execute(
                 "SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
-                raise JournalError(f"run {run_id!r} was never started; call start() first")
+                raise never_started(run_id)
             run, seq = row
             final_event = None
             for step_id, phase, attempt, data in encoded:
@@ -561,7 +556,7 @@ class _Database:
                     (run << 32 | seq, run, step_id, phase, attempt, _pack(data)),
                 )
                 if cursor.rowcount:
-                    if step_id.endswith("-final"):
+                    if is_final(step_id):
                         final_event = cursor.lastrowid
                     seq += 1
             connection.execute(

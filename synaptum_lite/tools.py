@@ -204,6 +204,11 @@ _SCALARS: dict[type, tuple[str, tuple[type, ...]]] = {
 }
 
 
+def _tool_of(where: str) -> str:
+    """The tool a schema path names: `convertir.importe[]` → `convertir`."""
+    return where.partition(".")[0]
+
+
 def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
     """The JSON schema of a type hint, and a function that checks and converts a value."""
     origin = get_origin(hint)
@@ -233,7 +238,7 @@ def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
         (item,) = get_args(hint) or (Any,)
         if item is Any:
             raise ToolDefinitionError(
-                where.split(".")[0], f"{where}: say what the list holds (list[str], …)"
+                _tool_of(where), f"{where}: say what the list holds (list[str], …)"
             )
         item_schema, item_convert = _schema(item, f"{where}[]")
         return {"type": "array", "items": item_schema}, _check_list(where, item_convert)
@@ -241,7 +246,7 @@ def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
         key, value = get_args(hint) or (None, None)
         if key is not str:
             raise ToolDefinitionError(
-                where.split(".")[0], f"{where}: only dict[str, …] has a JSON schema"
+                _tool_of(where), f"{where}: only dict[str, …] has a JSON schema"
             )
         value_schema, value_convert = _schema(value, f"{where}{{}}")
         return {"type": "object", "additionalProperties": value_schema}, _check_dict(
@@ -249,7 +254,7 @@ def _schema(hint: Any, where: str) -> tuple[dict[str, Any], Converter]:
         )
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _dataclass_schema(hint, where)
-    raise ToolDefinitionError(where.split(".")[0], f"{where}: type {hint!r} has no JSON schema")
+    raise ToolDefinitionError(_tool_of(where), f"{where}: type {hint!r} has no JSON schema")
 
 
 def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]:
@@ -273,12 +278,12 @@ def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]
 
     def convert(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(where.split(".")[0], f"{where} must be an object, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {value!r}")
         unknown = sorted(set(value) - set(properties))
         missing = [name for name in required if name not in value]
         if unknown or missing:
             problem = f"unknown field(s) {unknown}" if unknown else f"missing field(s) {missing}"
-            raise InvalidToolCall(where.split(".")[0], f"{where}: {problem}")
+            raise InvalidToolCall(_tool_of(where), f"{where}: {problem}")
         return cls(**{name: converters[name](v) for name, v in value.items()})
 
     return schema, convert
@@ -288,7 +293,7 @@ def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) 
     def check(value: Any) -> Any:
         # bool is an int in Python but not in JSON schema
         if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
-            raise InvalidToolCall(where.split(".")[0], f"{where} must be {kind}, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be {kind}, got {value!r}")
         return float(cast(SupportsFloat, value)) if hint is float else value
 
     return check
@@ -298,7 +303,7 @@ def _check_enum(where: str, values: list[Any]) -> Converter:
     def check(value: Any) -> Any:
         if value not in values:
             raise InvalidToolCall(
-                where.split(".")[0], f"{where} must be one of {values}, got {value!r}"
+                _tool_of(where), f"{where} must be one of {values}, got {value!r}"
             )
         return value
 
@@ -313,7 +318,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
             except InvalidToolCall:
                 continue
         raise InvalidToolCall(
-            where.split(".")[0], f"{where} got {value!r}, which fits none of its types"
+            _tool_of(where), f"{where} got {value!r}, which fits none of its types"
         )
 
     return check
@@ -322,7 +327,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
 def _check_list(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, list):
-            raise InvalidToolCall(where.split(".")[0], f"{where} must be an array, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an array, got {value!r}")
         return [item(v) for v in value]
 
     return check
@@ -331,7 +336,7 @@ def _check_list(where: str, item: Converter) -> Converter:
 def _check_dict(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(where.split(".")[0], f"{where} must be an object, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {value!r}")
         return {k: item(v) for k, v in value.items()}
 
     return check
