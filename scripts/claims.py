@@ -26,23 +26,50 @@ What must carry an id, mechanically:
   pointer to another page, a fact about the platform), `<!-- no-afirma: the reason -->`.
   Its ids may be checked by any notebook or by a registered test.
 
-An id written anywhere else in a page's Markdown (a title, a prose cell) is checked the same
-way. An assertion whose id no page carries is stale and fails too.
+- in a property notebook, its title: the id goes on the line right after the `# NN · …`
+  heading (inside the heading it would leak into the page title and the nav label), and it is
+  one of the notebook's own ids;
+- in the property notebooks of `PROSE_MARKED`: every other block of every Markdown cell (prose
+  between code cells, *Cómo correrlo*, the paragraph under the bullets) except the *Lo que
+  imprime* block, like a claim page.
+
+An id written anywhere else in a page's Markdown is checked the same way. An assertion whose
+id no page carries is stale and fails too.
+
+Words bound to their assertion: every marked block (a claim or a `no-afirma`) has a
+fingerprint, a short hash of its normalised words, recorded in `LOCK` beside the ids it
+carries. A block whose words are not the words recorded fails the check, naming the page, the
+claim and what to do: re-read the assertion of that id, make it check what the words now say,
+then record the new words with `uv run python -m scripts.claims --actualiza`. Recording is a
+conscious review step, not a proof: it catches words changed without revisiting their
+assertion; it cannot catch words that were false from the start under a weak assertion.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.pages import DOCS, read_notebook, relative, source_of, title_of
+from scripts.pages import (
+    DOCS,
+    REPO,
+    property_notebooks,
+    read_notebook,
+    relative,
+    source_of,
+    title_of,
+)
 
 #: The variable `comun.afirma` reads: the folder where it records the ids it checked.
 RECORD_FOLDER_VARIABLE = "AFIRMACIONES_COMPROBADAS"
@@ -53,12 +80,28 @@ CLAIM_PAGES = ("conceptos.md", "limites.md", "glosario.md", "figuras.md", "otros
 #: The heading of a notebook's claims.
 CLAIMS_HEADING = "Lo que esto enseña"
 
+#: The heading of the cell that holds the output block: not prose, checked by scripts/pages.py.
+BLOCK_HEADING = "Lo que imprime"
+
+#: The property notebooks (by number) whose every prose block is a claim or says why not.
+#: The others only carry ids on their title and their *Lo que esto enseña* bullets, for now.
+PROSE_MARKED = ("02",)
+
+#: Where the fingerprint of every marked block's words is recorded, beside its ids.
+LOCK = REPO / "tests" / "docs" / "afirmaciones.lock"
+
+#: How an author records words after reviewing their assertion.
+UPDATE_COMMAND = "uv run python -m scripts.claims --actualiza"
+
 _ID = r"[a-z0-9]+(?:\.[a-z0-9-]+)+"
 _CLAIM = re.compile(r"<!--\s*afirmacion:\s*((?:" + _ID + r"\s*)+)-->")
 _NOT_A_CLAIM = re.compile(r"<!--\s*no-afirma:\s*(\S[^>]*?)\s*-->")
 _AFIRMA_CALL = re.compile(r"""afirma\(\s*["'](""" + _ID + r""")["']""")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_TITLE = re.compile(
+    r"^#\s+(?P<title>[^\n]*?)\s*\n(?P<mark><!--\s*afirmacion:[^\n]*-->)[ \t]*$", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +125,26 @@ class Block:
         words = " ".join(_NOT_A_CLAIM.sub("", _CLAIM.sub("", self.text)).split())
         words = _LIST_ITEM.sub("", words)
         return words if len(words) <= width else words[: width - 1] + "…"
+
+    @property
+    def marker(self) -> str:
+        """What the block is recorded under: its ids joined by "+", or "no-afirma"."""
+        return "+".join(sorted(set(self.ids))) if self.ids else "no-afirma"
+
+    @property
+    def words(self) -> str:
+        """The block's words, normalised: markers out, whitespace and list marks collapsed."""
+        words = " ".join(_NOT_A_CLAIM.sub("", _CLAIM.sub("", self.text)).split())
+        return unicodedata.normalize("NFC", _LIST_ITEM.sub("", words))
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.words.encode("utf-8")).hexdigest()[:12]
+
+    @property
+    def file(self) -> str:
+        """The file the block is in, as the repository names it (for the lock)."""
+        return self.page.split(" (page «")[0]
 
 
 # ── Reading pages ────────────────────────────────────────────────────────────
@@ -169,11 +232,163 @@ def notebook_claim_blocks(path: Path, notebook: dict[str, Any] | None = None) ->
     return found
 
 
-def page_claim_blocks(path: Path) -> list[Block]:
-    """Every block of a claim page, named by the section it is in."""
+def notebook_title_block(path: Path, notebook: dict[str, Any] | None = None) -> Block | None:
+    """The notebook's title with the id on the line after it, or None when it has none."""
+    notebook = notebook or read_notebook(path)
+    page = f"{relative(path)} (page «{title_of(notebook)}»)"
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown" and (match := _TITLE.search(source_of(cell))):
+            return Block(page, "its title", f"{match.group('title')} {match.group('mark')}")
+    return None
+
+
+def notebook_prose_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
+    """Every block of a notebook's Markdown cells but the title, the *Lo que esto enseña*
+    bullets (`notebook_claim_blocks`) and the *Lo que imprime* cell, named by cell id."""
+    notebook = notebook or read_notebook(path)
+    page = f"{relative(path)} (page «{title_of(notebook)}»)"
+    found = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = source_of(cell)
+        if re.search(rf"^##\s+{BLOCK_HEADING}\s*$", text, re.M):
+            continue
+        text = _TITLE.sub("", text)  # the title and its id: `notebook_title_block`
+        is_claims = bool(re.search(rf"^##\s+{CLAIMS_HEADING}\s*$", text, re.M))
+        n = 0
+        for kind, body in blocks(text):
+            if is_claims and kind == "item":
+                continue
+            n += 1
+            name = f'cell {index} (id "{cell.get("id", "")}"), block {n}'
+            found.append(Block(page, name, body))
+    return found
+
+
+def notebook_marked_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
+    """A notebook's title, bullets and prose blocks that carry an id or a `no-afirma`."""
+    notebook = notebook or read_notebook(path)
+    title = notebook_title_block(path, notebook)
+    found = ([title] if title else []) + notebook_claim_blocks(path, notebook)
+    found += notebook_prose_blocks(path, notebook)
+    return [block for block in found if block.ids or block.excused]
+
+
+def marked_blocks() -> list[Block]:
+    """Every block the lock records: each notebook's title, bullets and prose, and every
+    block of the claim pages; only those that carry an id or a `no-afirma`."""
+    found: list[Block] = []
+    for path in property_notebooks():
+        found += notebook_marked_blocks(path)
+    for path in claim_pages():
+        found += page_claim_blocks(path)
+    return [block for block in found if block.ids or block.excused]
+
+
+def lock_lines(found: list[Block]) -> list[str]:
+    """The lock's lines: fingerprint, file, ids, and the words in full (for a reviewer)."""
+    return sorted(f"{b.fingerprint} {b.file} {b.marker} | {b.words}" for b in found)
+
+
+def read_lock(lock: Path = LOCK) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(file, ids) → the (fingerprint, words) recorded for it, one per block."""
+    recorded: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    if not lock.exists():
+        return recorded
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        head, _, words = line.partition(" | ")
+        fingerprint, file, marker = head.split()
+        recorded.setdefault((file, marker), []).append((fingerprint, words))
+    return recorded
+
+
+def _what_changed(now: str, recorded: list[tuple[str, str]]) -> str:
+    """Where the words differ from the closest words recorded under the same ids."""
+    if not recorded:
+        return f"«{_shorten(now)}», new: no words are recorded for it"
+
+    def common(before: str) -> int:
+        pairs = enumerate(zip(now, before, strict=False))
+        return next((i for i, (x, y) in pairs if x != y), min(len(now), len(before)))
+
+    before = max((words for _, words in recorded), key=common)
+    start = max(0, common(before) - 30)
+    end = 0
+    while end < min(len(now), len(before)) - start and now[-1 - end] == before[-1 - end]:
+        end += 1
+
+    def show(text: str) -> str:
+        core = text[start : len(text) - end]
+        if len(core) > 80:
+            return ("…" if start else "") + core[:79] + "…"
+        return ("…" if start else "") + core + ("…" if end else "")
+
+    return f"now «{show(now)}», reviewed «{show(before)}»"
+
+
+def _shorten(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def unreviewed(found: list[Block], lock: Path = LOCK) -> list[str]:
+    """One line per marked block whose words are not the words recorded for its ids, and per
+    recorded words that no block of the same files says any more."""
+    files = {block.file for block in found}
+    recorded = {key: list(r) for key, r in read_lock(lock).items() if key[0] in files}
+    left = {key: list(r) for key, r in recorded.items()}
+    changed: list[tuple[Block, tuple[str, str]]] = []
+    for block in found:
+        key = (block.file, block.marker)
+        match = next((r for r in left.get(key, []) if r[0] == block.fingerprint), None)
+        if match:
+            left[key].remove(match)
+        else:
+            changed.append((block, key))
+    problems = []
+    for block, key in changed:
+        what = f"claim {block.marker}" if block.ids else "a block marked no-afirma"
+        review = (
+            f"re-read the assertion of {block.marker} and make it check what the words now say"
+            if block.ids
+            else "check that it still states nothing about the runtime"
+        )
+        problems.append(
+            f"{block.page}, {block.where}: the words of {what} are not the words last "
+            f"reviewed ({_what_changed(block.words, left.get(key, []))}). Review: {review}; "
+            f"then record the words with `{UPDATE_COMMAND}`."
+        )
+    done = {key for _, key in changed}
+    for (file, marker), rest in sorted(left.items()):
+        if rest and (file, marker) not in done:
+            problems.append(
+                f"{relative(lock)} records words of {marker} in {file} that no block says any "
+                f"more («{_shorten(rest[0][1])}»); record the page as it is with "
+                f"`{UPDATE_COMMAND}`."
+            )
+    return problems
+
+
+def write_lock(lock: Path = LOCK) -> int:
+    """Record the words of every marked block as reviewed; returns how many lines."""
+    lines = lock_lines(marked_blocks())
+    header = (
+        "# The words of every claim, as last reviewed beside its assertion (scripts/claims.py).\n"
+        f"# Rewritten only by `{UPDATE_COMMAND}`, after re-reading the assertions of the\n"
+        "# claims whose words changed. A review step, not a proof. Do not edit by hand.\n"
+    )
+    lock.write_text(header + "".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(lines)
+
+
+def page_claim_blocks(path: Path, text: str | None = None) -> list[Block]:
+    """Every block of a claim page (or of `text`, read as that page), named by its section."""
     found, counts = [], {}
     page = relative(path)
-    for section, part in _sections(path.read_text(encoding="utf-8")):
+    text = path.read_text(encoding="utf-8") if text is None else text
+    for section, part in _sections(text):
         for kind, body in blocks(part):
             counts[section, kind] = counts.get((section, kind), 0) + 1
             name = {"item": "bullet", "row": "table row"}.get(kind, kind)
@@ -281,3 +496,33 @@ def read_recorded(folder: Path) -> set[str]:
         for line in file.read_text(encoding="utf-8").splitlines()
         if line.strip()
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.claims", description=__doc__)
+    parser.add_argument(
+        "--actualiza",
+        action="store_true",
+        help="record the words of every claim as reviewed (after re-reading their assertions)",
+    )
+    args = parser.parse_args(argv)
+    if args.actualiza:
+
+        def lines() -> set[str]:
+            text = LOCK.read_text(encoding="utf-8") if LOCK.exists() else ""
+            return {line for line in text.splitlines() if not line.startswith("#")}
+
+        before = lines()
+        count = write_lock()
+        after = lines()
+        for line in sorted(after - before):
+            print(f"recorded  {line}")
+        print(f"{relative(LOCK)}: {count} blocks, {len(after - before)} newly recorded")
+        return 0
+    problems = unreviewed(marked_blocks())
+    print("\n".join(problems) or "every claim's words are the words last reviewed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

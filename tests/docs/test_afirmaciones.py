@@ -16,16 +16,24 @@ from pathlib import Path
 import pytest
 
 from scripts.claims import (
+    LOCK,
+    PROSE_MARKED,
+    UPDATE_COMMAND,
     asserted_ids,
     blocks,
     claim_pages,
+    marked_blocks,
     marked_ids,
     notebook_claim_blocks,
     notebook_code,
     notebook_markdown,
+    notebook_marked_blocks,
+    notebook_prose_blocks,
+    notebook_title_block,
     page_claim_blocks,
     unchecked,
     unmarked,
+    unreviewed,
 )
 from scripts.pages import DOCS, property_notebooks, read_notebook, relative
 from tests.docs.afirmaciones_md import AFIRMACIONES
@@ -48,6 +56,29 @@ def test_every_bullet_of_lo_que_esto_ensena_carries_a_claim_id(path: Path) -> No
     found = notebook_claim_blocks(path)
     assert found, f"{relative(path)}: its *Lo que esto enseña* cell has no bullets"
     fail(unmarked(found, excuses_allowed=False))
+
+
+@by_notebook
+def test_every_title_carries_an_id_of_its_own_notebook_on_the_line_after_it(path: Path) -> None:
+    title = notebook_title_block(path)
+    assert title is not None, (
+        f"{relative(path)}: its title (# NN · …) carries no claim id: write "
+        "<!-- afirmacion: NN.id --> on the line right after the heading (inside the heading it "
+        "would show in the page title and the nav label), with an id this notebook checks"
+    )
+    foreign = [claim for claim in title.ids if not claim.startswith(path.stem[:2] + ".")]
+    assert not foreign, f"{relative(path)}: its title's ids {foreign} are not its own"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in NOTEBOOKS if p.stem[:2] in PROSE_MARKED], ids=lambda path: path.stem
+)
+def test_every_prose_block_of_a_notebook_is_a_claim_or_says_why_not(path: Path) -> None:
+    fail(unmarked(notebook_prose_blocks(path), excuses_allowed=True))
+
+
+def test_the_words_of_every_claim_are_the_words_last_reviewed_beside_its_assertion() -> None:
+    fail(unreviewed(marked_blocks()))
 
 
 @by_notebook
@@ -227,3 +258,35 @@ def test_a_hash_inside_a_code_fence_is_code_not_a_section(tmp_path: Path) -> Non
     )
     [block] = page_claim_blocks(page)
     assert block.where == "section «Una sección», paragraph 1"
+
+
+def test_a_bullet_whose_words_changed_under_the_same_id_fails_until_it_is_reviewed() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "lo-que-esto-ensena")
+    true = "- Un run cerrado devuelve su paso final y no llama a nadie."
+    assert true in "".join(cell["source"])
+    cell["source"] = "".join(cell["source"]).replace(
+        true, "- Un run cerrado vuelve a preguntar al modelo."
+    )
+    [problem] = unreviewed(notebook_marked_blocks(NOTEBOOK_02, notebook))
+    assert problem + "\n" in PROBAR, "docs/probar.md quotes another failure text"
+    assert problem == (
+        "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
+        "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 3: the words "
+        "of claim 02.cerrado are not the words last reviewed (now «Un run cerrado vuelve a "
+        "preguntar al modelo…», reviewed «Un run cerrado devuelve su paso final y no llama a "
+        "nadie…»). Review: re-read the assertion of 02.cerrado and make it check what the words "
+        f"now say; then record the words with `{UPDATE_COMMAND}`."
+    )
+
+
+def test_the_lock_records_each_block_once_under_its_ids_and_only_the_update_writes_it(
+    tmp_path: Path,
+) -> None:
+    from scripts.claims import lock_lines, write_lock
+
+    lock = tmp_path / "afirmaciones.lock"
+    assert write_lock(lock) == len(marked_blocks())
+    assert unreviewed(marked_blocks(), lock) == []
+    recorded = [line for line in LOCK.read_text(encoding="utf-8").splitlines() if line[:1] != "#"]
+    assert recorded == lock_lines(marked_blocks())

@@ -7,8 +7,8 @@ first line of the failure. The lies that need the browser or a built site (the t
 JavaScript and CSS, the block inside `<div hidden>` as rendered, a broken link inside a
 notebook) are in tests/site/test_mentiras_en_el_navegador.py. Four lies are about words that
 are not output (a false *Lo que esto enseña* bullet, a prose cell, a title, an inverted
-glossary entry): the claims check catches them (scripts/claims.py, tests/docs/
-test_afirmaciones.py), not this one.
+glossary entry): each keeps its claim id, and the claims check catches it because the words
+are no longer the words recorded beside their assertion (scripts/claims.py, `unreviewed`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from scripts.claims import notebook_marked_blocks, page_claim_blocks, unreviewed
 from scripts.kernel import run_notebooks_sync
 from scripts.normalization import Rule, normalize
 from scripts.pages import (
@@ -354,4 +355,78 @@ def test_mentira_24_python_on_a_page_that_is_not_the_code_that_runs() -> None:
     assert first_line(text_problems("docs/conceptos.md", text, markdown_page=True)) == (
         f"docs/conceptos.md line {line} shows ```python typed on the page, not code that runs: "
         'include it from a test with --8<-- "tests/…/test_….py:section"'
+    )
+
+
+# ── Words that are not output: each keeps its id, and its words change ───────
+
+PAGE_02 = (
+    f"{N02} (page «02 · Matar el proceso a mitad y reanudar sin volver a pagar la inferencia»)"
+)
+REVIEW = "then record the words with `uv run python -m scripts.claims --actualiza`."
+
+
+def with_words_changed(cell_id: str, true: str, false: str) -> dict[str, Any]:
+    notebook = copy_of_02()
+    cell = notebook["cells"][cell_index(notebook, cell_id)]
+    assert source_of(cell).count(true) == 1
+    cell["source"] = source_of(cell).replace(true, false)
+    return notebook
+
+
+def test_mentira_13_a_false_bullet_of_lo_que_esto_ensena_under_its_true_id() -> None:
+    notebook = with_words_changed(
+        "lo-que-esto-ensena",
+        "Un run cerrado devuelve su paso final y no llama a nadie.",
+        "Un run cerrado vuelve a llamar al modelo para confirmar su paso final.",
+    )
+    assert first_line(unreviewed(notebook_marked_blocks(NOTEBOOK_02, notebook))) == (
+        f"{PAGE_02}, *Lo que esto enseña*, bullet 3: the words of claim 02.cerrado are not the "
+        "words last reviewed (now «Un run cerrado vuelve a llamar al modelo para confirmar su "
+        "paso final…», reviewed «Un run cerrado devuelve su paso final y no llama a nadie…»). "
+        f"Review: re-read the assertion of 02.cerrado and make it check what the words now say; "
+        f"{REVIEW}"
+    )
+
+
+def test_mentira_14_a_false_prose_cell_under_its_true_id() -> None:
+    notebook = with_words_changed(
+        "sobre-la-segunda-vuelta",
+        "Lo que no se vuelve a\nhacer es lo que ya está en el journal.",
+        "Lo que ya está en el\njournal se vuelve a hacer, por si acaso.",
+    )
+    assert first_line(unreviewed(notebook_marked_blocks(NOTEBOOK_02, notebook))) == (
+        f'{PAGE_02}, cell 12 (id "sobre-la-segunda-vuelta"), block 1: the words of claim '
+        "02.no-repaga are not the words last reviewed (now «…con el mismo `run_id`. Lo que ya "
+        "está en el journal se vuelve a hacer, por si a…», reviewed «…con el mismo `run_id`. Lo "
+        "que no se vuelve a hacer es lo que ya está en el jour…»). Review: re-read the "
+        f"assertion of 02.no-repaga and make it check what the words now say; {REVIEW}"
+    )
+
+
+def test_mentira_15_a_false_title_which_is_also_the_nav_label_under_its_true_id() -> None:
+    notebook = with_words_changed(
+        "titulo", "y reanudar sin volver a pagar", "y reanudar pagando otra vez"
+    )
+    lied = "02 · Matar el proceso a mitad y reanudar pagando otra vez la inferencia"
+    assert first_line(unreviewed(notebook_marked_blocks(NOTEBOOK_02, notebook))) == (
+        f"{N02} (page «{lied}»), its title: the words of claim 02.no-repaga are not the words "
+        "last reviewed (now «…el proceso a mitad y reanudar pagando otra vez…», reviewed «…el "
+        "proceso a mitad y reanudar sin volver a pagar…»). Review: re-read the assertion of "
+        f"02.no-repaga and make it check what the words now say; {REVIEW}"
+    )
+
+
+def test_mentira_18_an_inverted_glossary_entry_under_its_true_id() -> None:
+    glosario = DOCS / "glosario.md"
+    true = "Un run con paso final. Llamarlo otra vez devuelve ese paso y no llama a nadie."
+    text = glosario.read_text(encoding="utf-8")
+    assert text.count(true) == 1
+    lied = text.replace(true, "Un run con paso final. Llamarlo otra vez lo vuelve a recorrer.")
+    assert first_line(unreviewed(page_claim_blocks(glosario, lied))) == (
+        "docs/glosario.md, section «El run», table row 12: the words of claim 02.cerrado are not "
+        "the words last reviewed (now «…paso final. Llamarlo otra vez lo vuelve a recorrer…», "
+        "reviewed «…paso final. Llamarlo otra vez devuelve ese paso y no llama a nadie…»). "
+        "Review: re-read the assertion of 02.cerrado and make it check what the words now say; "
+        f"{REVIEW}"
     )
