@@ -85,7 +85,7 @@ BLOCK_HEADING = "Lo que imprime"
 
 #: The property notebooks (by number) whose every prose block is a claim or says why not.
 #: The others only carry ids on their title and their *Lo que esto enseña* bullets, for now.
-PROSE_MARKED = ("02",)
+PROSE_MARKED = ("01", "02", "03", "04", "06", "07")
 
 #: Where the fingerprint of every marked block's words is recorded, beside its ids.
 LOCK = REPO / "tests" / "docs" / "afirmaciones.lock"
