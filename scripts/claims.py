@@ -29,9 +29,9 @@ What must carry an id, mechanically:
 - in a property notebook, its title: the id goes on the line right after the `# NN · …`
   heading (inside the heading it would leak into the page title and the nav label), and it is
   one of the notebook's own ids;
-- in the property notebooks of `PROSE_MARKED`: every other block of every Markdown cell (prose
-  between code cells, *Cómo correrlo*, the paragraph under the bullets) except the *Lo que
-  imprime* block, like a claim page.
+- in a property notebook, every other block of every Markdown cell (prose between code cells,
+  *Cómo correrlo*, the paragraph under the bullets) except the *Lo que imprime* cell: an id, or
+  `<!-- no-afirma: the reason -->` (narration, instructions, how to run), like a claim page.
 
 An id written anywhere else in a page's Markdown is checked the same way. An assertion whose
 id no page carries is stale and fails too.
@@ -82,10 +82,6 @@ CLAIMS_HEADING = "Lo que esto enseña"
 
 #: The heading of the cell that holds the output block: not prose, checked by scripts/pages.py.
 BLOCK_HEADING = "Lo que imprime"
-
-#: The property notebooks (by number) whose every prose block is a claim or says why not.
-#: The others only carry ids on their title and their *Lo que esto enseña* bullets, for now.
-PROSE_MARKED = ("01", "02", "03", "04", "06", "07")
 
 #: Where the fingerprint of every marked block's words is recorded, beside its ids.
 LOCK = REPO / "tests" / "docs" / "afirmaciones.lock"

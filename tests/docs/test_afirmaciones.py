@@ -17,7 +17,6 @@ import pytest
 
 from scripts.claims import (
     LOCK,
-    PROSE_MARKED,
     UPDATE_COMMAND,
     asserted_ids,
     blocks,
@@ -70,9 +69,7 @@ def test_every_title_carries_an_id_of_its_own_notebook_on_the_line_after_it(path
     assert not foreign, f"{relative(path)}: its title's ids {foreign} are not its own"
 
 
-@pytest.mark.parametrize(
-    "path", [p for p in NOTEBOOKS if p.stem[:2] in PROSE_MARKED], ids=lambda path: path.stem
-)
+@by_notebook
 def test_every_prose_block_of_a_notebook_is_a_claim_or_says_why_not(path: Path) -> None:
     fail(unmarked(notebook_prose_blocks(path), excuses_allowed=True))
 
