@@ -302,17 +302,17 @@ class Agent:
                     if refusal_decision is not None:
                         outcome = await self._refuse(run, kind, call, refusal_decision)
                     else:
-                        step_id_, history = journal.next_step(kind)
-                        _check_same_call(run, step_id_, history, call)
+                        tool_id, history = journal.next_step(kind)
+                        _check_same_call(run, tool_id, history, call)
                         if history is not None and isinstance(history.completed, ToolStep):
                             outcome = history.completed.as_replayed()
                         else:
                             cls = DelegationStep if kind == "delegate" else ToolStep
                             attempted_call = cls(
                                 run_id=session.run_id,
-                                step_id=step_id_,
+                                step_id=tool_id,
                                 phase=Phase.ATTEMPTED,
-                                attempt=_next_attempt(session, step_id_, call, target, history),
+                                attempt=_next_attempt(session, tool_id, call, target, history),
                                 call=call,
                             )
                             # write-ahead: on disk before it is yielded, so before the effect
