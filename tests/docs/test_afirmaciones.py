@@ -287,3 +287,25 @@ def test_the_lock_records_each_block_once_under_its_ids_and_only_the_update_writ
     assert unreviewed(marked_blocks(), lock) == []
     recorded = [line for line in LOCK.read_text(encoding="utf-8").splitlines() if line[:1] != "#"]
     assert recorded == lock_lines(marked_blocks())
+
+
+def test_a_new_prose_paragraph_without_an_id_or_a_reason_fails_naming_the_cell() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "sobre-la-segunda-vuelta")
+    cell["source"] = "".join(cell["source"]) + "\n\nReanudar es gratis."
+    [problem] = unmarked(notebook_prose_blocks(NOTEBOOK_02, notebook), excuses_allowed=True)
+    assert problem == (
+        "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
+        'reanudar sin volver a pagar la inferencia»), cell 12 (id "sobre-la-segunda-vuelta"), '
+        "block 2 states something with no claim id: «Reanudar es gratis.». Add "
+        "<!-- afirmacion: id --> or <!-- no-afirma: reason -->, and an assertion that checks it."
+    )
+
+
+def test_a_title_whose_id_is_inside_the_heading_has_no_id() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = notebook["cells"][0]
+    text = "".join(cell["source"])
+    cell["source"] = text.replace("inferencia\n<!--", "inferencia <!--", 1)
+    assert cell["source"] != text
+    assert notebook_title_block(NOTEBOOK_02, notebook) is None
