@@ -123,6 +123,15 @@ class Agent:
             raise ConfigurationError(
                 f"agent {name!r}: max_steps must be at least 1, got {max_steps}"
             )
+        if max_tool_output is not None and (
+            isinstance(max_tool_output, bool)
+            or not isinstance(max_tool_output, int)
+            or max_tool_output < 0
+        ):
+            raise ConfigurationError(
+                f"agent {name!r}: max_tool_output must be None (no cap) or a number of "
+                f"characters, 0 or more; got {max_tool_output!r}"
+            )
         self.output = output
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output

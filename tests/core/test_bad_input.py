@@ -205,3 +205,10 @@ def test_nan_in_paid_tool_arguments_is_journaled_and_the_model_is_told(tmp_path:
         "no pude"
     )
     assert again.model_calls == 0
+
+
+@pytest.mark.parametrize("cap", [-1, 2.5, True, "100"])
+def test_a_tool_output_cap_that_is_not_a_count_of_characters_is_refused_naming_it(cap):
+    with pytest.raises(ConfigurationError, match="max_tool_output") as refused:
+        Agent("a", model="m", instructions="i", max_tool_output=cap)
+    assert repr(cap) in str(refused.value)
