@@ -235,8 +235,10 @@ def _errors_of(event: dict[str, Any]) -> list[str]:
 
 
 #: What a reader sees of a page's *Lo que imprime* block: run in the page after it settles.
-#: Returns {text: the block's innerText, problems: why some of it is not seen}. The block is
-#: the first <pre> after the heading; it must be fully visible: not hidden (hidden attribute,
+#: Returns {text: the block's innerText, problems: why some of it is not seen, overflow: how
+#: the block scrolls sideways (null when every line fits), covered_by_buttons: the copy
+#: buttons of the page (on any code block) whose box meets a line of text of their block}.
+#: The block is the first <pre> after the heading; it must be fully visible: not hidden (hidden attribute,
 #: display, visibility, opacity, colour, font size), not clipped (a box of the block or around
 #: it with overflow other than visible that is shorter than its content, clip-path), with no
 #: text added or changed by CSS (::before/::after content, text-transform), and not covered
@@ -284,6 +286,13 @@ def read_block(browser: Browser, url: str) -> SeenBlock:
             texts.append(value["text"])
             suffix = "" if number == 0 else f" (at {width}×{height}, {size})"
             problems.extend(problem + suffix for problem in value["problems"])
+            if not mobile and value["overflow"]:  # on a phone a block may scroll sideways
+                problems.append(
+                    f"scrolls sideways at {width}×{height}: {value['overflow']} (every line "
+                    "must be seen whole at desktop width: widen the column in "
+                    "docs/_theme/assets/stylesheets/sitio.css or print narrower)"
+                )
+            problems.extend(problem + suffix for problem in value["covered_by_buttons"])
     if texts[1:] != texts[:-1]:
         problems.append(f"the block's text changes with the size of the screen: {texts!r}")
     return SeenBlock(texts[0], problems)

@@ -69,5 +69,43 @@
   }
   everyone.remove();
   if (covered) problems.push(covered);
-  return { text: code.innerText, problems };
+  // scrolls sideways: the block, or a box of it, narrower than its longest line
+  let overflow = null;
+  for (const el of [code, pre]) {
+    if (el.scrollWidth > el.clientWidth + 1 && !overflow)
+      overflow = `${name(el)} shows ${el.clientWidth} px of its ${el.scrollWidth} px wide lines`;
+  }
+  // a copy button (Material's or mkdocs-jupyter's) over a line of any block of the page
+  const lineBoxes = (root) => {
+    const out = [], walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), r = document.createRange();
+    while (walk.nextNode()) {
+      const node = walk.currentNode;
+      if (node.parentElement.closest(".clipboard-copy-txt, .zeroclipboard-container, .md-clipboard")) continue;
+      let offset = 0;
+      for (const line of node.textContent.split("\n")) {
+        const start = line.length - line.trimStart().length;
+        if (line.trim().length) {
+          r.setStart(node, offset + start);
+          r.setEnd(node, offset + line.trimEnd().length);
+          for (const b of r.getClientRects()) if (b.width >= 1) out.push({ b, text: line.trim().slice(0, 40) });
+        }
+        offset += line.length + 1;
+      }
+    }
+    return out;
+  };
+  const buttons = [...document.querySelectorAll(".md-clipboard, clipboard-copy")]
+    .filter((b) => b.getClientRects().length && getComputedStyle(b).visibility === "visible");
+  const coveredBy = [];
+  for (const button of buttons) {
+    const holder = button.closest(".CodeMirror, .highlight, pre") || button.parentElement;
+    const bb = button.getBoundingClientRect();
+    for (const { b, text } of lineBoxes(holder)) {
+      if (b.left < bb.right && bb.left < b.right && b.top < bb.bottom && bb.top < b.bottom) {
+        coveredBy.push(`a copy button (${name(button)}) covers "${text}"`);
+        break;
+      }
+    }
+  }
+  return { text: code.innerText, problems, overflow, copy_buttons: buttons.length, covered_by_buttons: coveredBy };
 })()
