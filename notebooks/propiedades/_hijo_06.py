@@ -12,8 +12,9 @@ de seguir: el apunte sobrevive al kill y lo puede leer otro proceso. El cuaderno
 módulo para reanudar el run con el mismo agente, las mismas herramientas y el mismo doble.
 
 Un SIGKILL mata el proceso, no el sistema: lo que el proceso ya entregó al sistema operativo
-(un `write` hecho, una transacción de SQLite confirmada) sobrevive aunque no haya llegado al disco. Por eso
-aquí basta `durability="normal"` y no hace falta `fsync`; contra un apagón, no bastaría.
+(un `write` hecho, una transacción de SQLite confirmada) sobrevive aunque no haya llegado al
+disco. Por eso aquí basta `durability="normal"` y no hace falta `fsync`; contra un apagón, no
+bastaría.
 """
 
 from __future__ import annotations

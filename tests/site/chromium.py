@@ -99,6 +99,18 @@ class Tab:
                     return
         raise TimeoutError(f"no {method} before the deadline")
 
+    def load(self, url: str, width: int, height: int, *, mobile: bool, deadline: float) -> None:
+        """Open `url` at that window size and wait for its load event."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=mobile,
+        )
+        self.send("Page.navigate", url=url)
+        self.wait_for("Page.loadEventFired", deadline)
+
     def close(self) -> None:
         self._ws.close()
 
@@ -171,15 +183,7 @@ class Browser:
             tab.send("Log.enable")
             tab.send("Network.enable")
             tab.send("Page.enable")
-            tab.send(
-                "Emulation.setDeviceMetricsOverride",
-                width=width,
-                height=height,
-                deviceScaleFactor=1,
-                mobile=mobile,
-            )
-            tab.send("Page.navigate", url=url)
-            tab.wait_for("Page.loadEventFired", time.monotonic() + self.timeout)
+            tab.load(url, width, height, mobile=mobile, deadline=time.monotonic() + self.timeout)
             # fonts and the theme's scripts settle after the load event
             tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
             time.sleep(0.3)
@@ -238,9 +242,10 @@ def _errors_of(event: dict[str, Any]) -> list[str]:
 #: Returns {text: the block's innerText, problems: why some of it is not seen, overflow: how
 #: the block scrolls sideways (null when every line fits), covered_by_buttons: the copy
 #: buttons of the page (on any code block) whose box meets a line of text of their block}.
-#: The block is the first <pre> after the heading; it must be fully visible: not hidden (hidden attribute,
-#: display, visibility, opacity, colour, font size), not clipped (a box of the block or around
-#: it with overflow other than visible that is shorter than its content, clip-path), with no
+#: The block is the first <pre> after the heading; it must be fully visible: not hidden
+#: (hidden attribute, display, visibility, opacity, colour, font size), not clipped (a box of
+#: the block or around it with overflow other than visible that is shorter than its content,
+#: clip-path), with no
 #: text added or changed by CSS (::before/::after content, text-transform), and not covered
 #: (at the start of every line, the topmost element is the block).
 READ_BLOCK = (Path(__file__).with_name("lo_que_imprime.js")).read_text(encoding="utf-8")

@@ -48,15 +48,7 @@ def run_page(
         tab.send("Page.enable")
         tab.send("Runtime.enable")
         tab.send("Network.enable")  # the page's requests (the worker reports its own)
-        tab.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=width,
-            height=height,
-            deviceScaleFactor=1,
-            mobile=mobile,
-        )
-        tab.send("Page.navigate", url=url)
-        tab.wait_for("Page.loadEventFired", time.monotonic() + browser.timeout)
+        tab.load(url, width, height, mobile=mobile, deadline=time.monotonic() + browser.timeout)
         tab.send("Runtime.evaluate", expression=_PRESS, returnByValue=True)
         deadline = time.monotonic() + RUN_TIMEOUT
         record = None
