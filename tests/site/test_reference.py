@@ -41,3 +41,27 @@ def test_every_public_name_has_an_entry_in_the_reference(built_site: Path) -> No
     missing = [name for name, documented in public_names().items() if not documented & anchors]
     assert missing == [], f"public names with no entry on referencia/: {missing}"
     assert len(public_names()) >= 60  # the rule above found the names it is about
+
+
+#: mkdocstrings' `line_length` for signatures (its default): a formatter wraps at it.
+SIGNATURE_WIDTH = 60
+
+
+def test_the_reference_shows_signatures_formatted_to_its_width(built_site: Path) -> None:
+    """mkdocstrings formats a signature only when Black or Ruff is installed (ruff is in the
+    docs group); without one it writes each signature on one line: 47 lines longer than 60
+    characters, the longest 242."""
+    import html
+
+    page = (built_site / "referencia" / "index.html").read_text(encoding="utf-8")
+    signatures = [
+        html.unescape(re.sub(r"<[^>]+>", "", block))
+        for block in re.findall(r'<div class="doc-signature highlight">(.*?)</div>', page, re.S)
+    ]
+    assert len(signatures) >= 60, "the reference shows fewer signatures than public names"
+    lines = [line for text in signatures for line in text.splitlines()]
+    long = [line for line in lines if len(line) > SIGNATURE_WIDTH]
+    assert long == [], (
+        f"signature lines on referencia/ longer than {SIGNATURE_WIDTH} characters (is ruff "
+        f"installed? it is in the docs group of pyproject.toml): {long[:3]}"
+    )
