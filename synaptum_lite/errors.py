@@ -18,6 +18,10 @@
     ├── ToolResultNotSerializable      a tool returned what cannot be journaled
     ├── StepLimitExceeded              the run reached `max_steps`
     ├── NothingToResolve               an operator decision that matches no pending step
+    ├── RemoteAgentError               a remote agent (A2A) could not be used as asked
+    │   ├── RemoteUnavailable          it cannot be reached: down, refusing, timing out
+    │   ├── RemoteProtocolError        it answered what A2A 1.0 does not allow
+    │   └── RemoteTaskLost             it no longer knows a task it accepted
     └── ProviderError                  a model provider failed (`retryable` says if retrying helps)
 
 Failures caused by the model (a call to an unknown tool, unreadable arguments) or by a tool
@@ -260,6 +264,67 @@ class NothingToResolve(SynaptumError):
         super().__init__(
             f"run {run_id!r}, step {step_id} is {state}, so there is nothing to resolve; "
             "read the journal (load_events(checkpointer, run_id)) to find the pending step"
+        )
+
+
+class RemoteAgentError(SynaptumError):
+    """A remote agent (`synaptum_lite.a2a`) could not be used as asked. Nothing was sent twice.
+
+    `run_id` and `step_id` name the sub-run step that was waiting on it (None when the card
+    was being read), `url` where it was asked, `problem` what went wrong, and `code` the
+    JSON-RPC error code the server answered with, if it answered with one.
+    """
+
+    def __init__(
+        self,
+        agent: str,
+        url: str,
+        problem: str,
+        *,
+        run_id: str | None = None,
+        step_id: str | None = None,
+        code: int | None = None,
+        then: str = "",
+    ) -> None:
+        self.agent = agent
+        self.code = code
+        self.url = url
+        self.problem = problem
+        self.run_id = run_id
+        self.step_id = step_id
+        where = f"run {run_id!r}, step {step_id}: " if run_id is not None else ""
+        super().__init__(f"{where}remote agent {agent!r} at {url}: {problem}" + then)
+
+
+class RemoteUnavailable(RemoteAgentError):
+    """The remote agent cannot be reached (connection refused, timed out, HTTP 5xx)."""
+
+
+class RemoteProtocolError(RemoteAgentError):
+    """The remote agent answered something the A2A protocol (1.0, JSON-RPC) does not allow."""
+
+
+class RemoteTaskLost(RemoteAgentError):
+    """The remote agent no longer knows a task the journal says it accepted (`task_id`).
+
+    Nothing is sent again on its own: a person finds out whether the work was done and
+    records its answer with `Session.record_result` on the sub-run's waiting step.
+    """
+
+    def __init__(self, agent: str, url: str, task_id: str, *, run_id: str, step_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(
+            agent,
+            url,
+            f"it no longer knows task {task_id!r}, which it accepted and the journal keeps "
+            "(TaskNotFoundError); the message was not sent again",
+            run_id=run_id,
+            step_id=step_id,
+            then=(
+                ". Find out whether the work was done, then record its answer with "
+                f"Session({run_id!r}, ...).record_result({step_id!r}, answer, by=...), "
+                "or start a new run_id to send the task anew"
+            ),
         )
 
 

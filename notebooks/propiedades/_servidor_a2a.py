@@ -1,0 +1,218 @@
+"""Un agente remoto de verdad: un servidor A2A (protocolo 1.0, JSON-RPC) en 127.0.0.1.
+
+    python _servidor_a2a.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|incompleta]
+
+Lo usan el cuaderno 19 y sus tests. Es un proceso aparte, con su propia memoria: sirve su
+tarjeta en `/.well-known/agent-card.json` y atiende `SendMessage`, `GetTask` y `ListTasks`
+en `/a2a`. Cada mensaje que recibe crea una tarea que pasa a `TASK_STATE_WORKING` y se
+completa `--duracion` segundos después, con una recomendación de vuelo como artefacto. Las
+tareas viven en memoria: si el proceso muere, las olvida (como tantos servidores de verdad).
+
+Cuenta lo que recibe: `GET /contador` (fuera del protocolo) dice cuántos mensajes le llegaron
+y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez».
+
+`--modo basura` contesta a todo JSON-RPC con HTML; `--modo incompleta`, con un resultado de
+`SendMessage` sin tarea ni mensaje. La tarjeta es la misma en los tres modos.
+
+Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
+matan. Solo la biblioteca estándar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+RESPUESTA = "Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
+TERMINALES = {
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_REJECTED",
+}
+
+
+class Estado:
+    """Lo que el servidor recuerda: sus tareas y los mensajes que recibió."""
+
+    def __init__(self, duracion: float, modo: str) -> None:
+        self.duracion = duracion
+        self.modo = modo
+        self.cerrojo = threading.Lock()
+        self.tareas: dict[str, dict[str, Any]] = {}
+        self.termina: dict[str, float] = {}
+        self.mensajes: list[str] = []
+
+    def tarea(self, id_: str) -> dict[str, Any] | None:
+        """La tarea `id_` tal como está ahora (completada si ya pasó su duración)."""
+        tarea = self.tareas.get(id_)
+        if tarea is None:
+            return None
+        if (
+            tarea["status"]["state"] == "TASK_STATE_WORKING"
+            and time.monotonic() >= self.termina[id_]
+        ):
+            tarea["status"] = {"state": "TASK_STATE_COMPLETED", "timestamp": _ahora()}
+            tarea["artifacts"] = [{"artifactId": "recomendacion", "parts": [{"text": RESPUESTA}]}]
+        return tarea
+
+
+def tarjeta(base: str) -> dict[str, Any]:
+    """La tarjeta del agente: quién es y qué sabe hacer. No dice qué riesgo tiene."""
+    return {
+        "name": "Buscador de vuelos",
+        "description": "Busca vuelos y recomienda uno.",
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": f"{base}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": False, "pushNotifications": False},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [
+            {
+                "id": "buscar-vuelos",
+                "name": "Buscar vuelos",
+                "description": "Busca los vuelos a una ciudad y recomienda uno.",
+                "tags": ["viajes"],
+            }
+        ],
+    }
+
+
+def _ahora() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _copia(tarea: dict[str, Any], *, artefactos: bool = True) -> dict[str, Any]:
+    copia = json.loads(json.dumps(tarea))
+    if not artefactos:
+        copia.pop("artifacts", None)
+    return copia
+
+
+class Manejador(BaseHTTPRequestHandler):
+    estado: Estado  # puesto por `servir`
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - firma heredada
+        pass  # ni una línea por petición: el cuaderno lee la salida
+
+    def _responde(self, codigo: int, cuerpo: bytes, tipo: str = "application/json") -> None:
+        self.send_response(codigo)
+        self.send_header("Content-Type", tipo)
+        self.send_header("Content-Length", str(len(cuerpo)))
+        self.end_headers()
+        self.wfile.write(cuerpo)
+
+    def _json(self, datos: Any, codigo: int = 200) -> None:
+        self._responde(codigo, json.dumps(datos, ensure_ascii=False).encode())
+
+    def do_GET(self) -> None:  # noqa: N802 - nombre de http.server
+        base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if self.path == "/.well-known/agent-card.json":
+            self._json(tarjeta(base))
+        elif self.path == "/contador":
+            with self.estado.cerrojo:
+                self._json({"mensajes": len(self.estado.mensajes), "ids": self.estado.mensajes})
+        else:
+            self._json({"error": f"no hay nada en {self.path}"}, 404)
+
+    def do_POST(self) -> None:  # noqa: N802 - nombre de http.server
+        largo = int(self.headers.get("Content-Length", "0"))
+        cuerpo = self.rfile.read(largo)
+        if self.path != "/a2a":
+            self._json({"error": f"no hay nada en {self.path}"}, 404)
+            return
+        try:
+            peticion = json.loads(cuerpo)
+            id_, metodo = peticion.get("id"), peticion["method"]
+            parametros = peticion.get("params") or {}
+        except (ValueError, KeyError, AttributeError):
+            self._json(_error(None, -32700, "no es JSON-RPC"))
+            return
+        if self.estado.modo == "basura":
+            self._responde(200, b"<html><body>Servicio en mantenimiento</body></html>", "text/html")
+            return
+        with self.estado.cerrojo:
+            respuesta = self._atiende(id_, metodo, parametros)
+        self._json(respuesta)
+
+    def _atiende(self, id_: Any, metodo: str, parametros: dict[str, Any]) -> dict[str, Any]:
+        estado = self.estado
+        if metodo == "SendMessage":
+            mensaje = parametros.get("message") or {}
+            if not isinstance(mensaje.get("messageId"), str) or not mensaje.get("parts"):
+                return _error(id_, -32602, "message necesita messageId y parts")
+            estado.mensajes.append(mensaje["messageId"])
+            if estado.modo == "incompleta":
+                return {"jsonrpc": "2.0", "id": id_, "result": {"estado": "recibido"}}
+            tarea_id = str(uuid.uuid4())
+            tarea = {
+                "id": tarea_id,
+                "contextId": mensaje.get("contextId") or str(uuid.uuid4()),
+                "status": {"state": "TASK_STATE_WORKING", "timestamp": _ahora()},
+                "history": [mensaje],
+            }
+            estado.tareas[tarea_id] = tarea
+            estado.termina[tarea_id] = time.monotonic() + estado.duracion
+            configuracion = parametros.get("configuration") or {}
+            if not configuracion.get("returnImmediately"):
+                # bloqueante, como dice el protocolo por defecto: espera a que termine
+                estado.cerrojo.release()
+                try:
+                    time.sleep(estado.duracion)
+                finally:
+                    estado.cerrojo.acquire()
+            return _resultado(id_, {"task": _copia(estado.tarea(tarea_id) or tarea)})
+        if metodo == "GetTask":
+            tarea = estado.tarea(str(parametros.get("id")))
+            if tarea is None:
+                return _error(id_, -32001, f"no hay ninguna tarea {parametros.get('id')!r}")
+            return _resultado(id_, _copia(tarea))
+        if metodo == "ListTasks":
+            contexto = parametros.get("contextId")
+            tareas = [
+                _copia(t, artefactos=bool(parametros.get("includeArtifacts")))
+                for t in (estado.tarea(i) for i in list(estado.tareas))
+                if t is not None and (not contexto or t["contextId"] == contexto)
+            ]
+            return _resultado(
+                id_,
+                {"tasks": tareas, "nextPageToken": "", "pageSize": 50, "totalSize": len(tareas)},
+            )
+        return _error(id_, -32601, f"método desconocido: {metodo}")
+
+
+def _resultado(id_: Any, resultado: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": resultado}
+
+
+def _error(id_: Any, codigo: int, mensaje: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": codigo, "message": mensaje}}
+
+
+def servir(puerto: int, duracion: float, modo: str) -> None:
+    manejador = type("ManejadorA2A", (Manejador,), {"estado": Estado(duracion, modo)})
+    servidor = ThreadingHTTPServer(("127.0.0.1", puerto), manejador)
+    servidor.daemon_threads = True
+    print(f"escuchando en http://127.0.0.1:{servidor.server_address[1]}", flush=True)
+    servidor.serve_forever()
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="_servidor_a2a.py")
+    parser.add_argument("--puerto", type=int, default=0, help="0: uno libre")
+    parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
+    parser.add_argument("--modo", choices=["normal", "basura", "incompleta"], default="normal")
+    opciones = parser.parse_args(argv)
+    servir(opciones.puerto, opciones.duracion, opciones.modo)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
