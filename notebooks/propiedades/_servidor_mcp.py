@@ -1,0 +1,136 @@
+"""El servidor MCP del cuaderno 17: un gestor de incidencias que no escribimos nosotros.
+
+    python _servidor_mcp.py EFECTOS [--muere-dentro HERRAMIENTA] [--esquema-nuevo]
+
+Un proceso que habla MCP por stdio (el SDK oficial, `mcp`, de PyPI) y ofrece cuatro
+herramientas. Tres dicen de sí mismas lo que hacen con anotaciones (`readOnlyHint`,
+`idempotentHint`, `destructiveHint`); la cuarta, `avisar_cliente`, no dice nada.
+
+Cada vez que arranca y cada efecto que hace se apuntan en `EFECTOS`, una línea JSON por vez,
+antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es el registro
+del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
+
+Con `--muere-dentro HERRAMIENTA`, el servidor se mata con SIGKILL dentro de esa herramienta,
+con el efecto hecho y apuntado y sin haber contestado. Con `--esquema-nuevo`, `comentar` pide
+un argumento más: el mismo servidor, otra versión, con otro esquema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+#: Dónde se apunta cada arranque y cada efecto.
+EFECTOS: Path | None = None
+#: La herramienta dentro de la cual este proceso se mata, después de su efecto.
+MUERE_DENTRO: str | None = None
+
+#: Las incidencias que el servidor conoce.
+INCIDENCIAS = {"INC-7": "La impresora de la planta 2 no imprime."}
+
+
+def apuntar(que: str, argumentos: dict | None = None, resultado: str | None = None) -> None:
+    """Apunta un arranque o un efecto, de forma que sobreviva a un SIGKILL."""
+    if EFECTOS is not None:
+        linea = json.dumps(
+            {"que": que, "argumentos": argumentos, "resultado": resultado}, ensure_ascii=False
+        )
+        with EFECTOS.open("a", encoding="utf-8") as fichero:
+            fichero.write(linea + "\n")  # al cerrarse, llega al sistema operativo
+    if que == MUERE_DENTRO:
+        os.kill(os.getpid(), signal.SIGKILL)  # el efecto ya ocurrió; no se contesta
+
+
+def leer_apuntes(efectos: Path) -> list[dict]:
+    """Lo apuntado en `efectos`, en orden."""
+    if not efectos.exists():
+        return []
+    return [json.loads(linea) for linea in efectos.read_text(encoding="utf-8").splitlines()]
+
+
+Incidencia = Annotated[str, Field(description="El identificador de la incidencia, INC-7")]
+
+
+def servidor(esquema_nuevo: bool = False) -> MCPServer:
+    """El servidor con sus cuatro herramientas; `esquema_nuevo` cambia el de `comentar`."""
+    app = MCPServer("incidencias")
+
+    @app.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def consultar(incidencia: Incidencia) -> str:
+        """Lee una incidencia."""
+        if incidencia not in INCIDENCIAS:
+            raise ToolError(f"no existe la incidencia {incidencia}")  # isError, para el modelo
+        return f"{incidencia}: {INCIDENCIAS[incidencia]}"
+
+    @app.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True))
+    def asignar(
+        incidencia: Incidencia,
+        persona: Annotated[str, Field(description="Quién se ocupa")],
+    ) -> str:
+        """Asigna la incidencia a una persona (asignarla dos veces a la misma no cambia nada)."""
+        resultado = f"{incidencia} asignada a {persona}"
+        apuntar("asignar", {"incidencia": incidencia, "persona": persona}, resultado)
+        return resultado
+
+    if esquema_nuevo:
+
+        @app.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+        def comentar(
+            incidencia: Incidencia,
+            texto: Annotated[str, Field(description="El comentario")],
+            visible: Annotated[bool, Field(description="Si lo ve el cliente")] = False,
+        ) -> str:
+            """Añade un comentario a la incidencia."""
+            resultado = f"comentario añadido a {incidencia}"
+            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado)
+            return resultado
+
+    else:
+
+        @app.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False))
+        def comentar(
+            incidencia: Incidencia,
+            texto: Annotated[str, Field(description="El comentario")],
+        ) -> str:
+            """Añade un comentario a la incidencia."""
+            resultado = f"comentario añadido a {incidencia}"
+            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado)
+            return resultado
+
+    @app.tool()
+    def avisar_cliente(
+        incidencia: Incidencia,
+        mensaje: Annotated[str, Field(description="Lo que se le dice al cliente")],
+    ) -> str:
+        """Envía un aviso al cliente de la incidencia."""
+        resultado = f"aviso enviado al cliente de {incidencia}"
+        apuntar("avisar_cliente", {"incidencia": incidencia, "mensaje": mensaje}, resultado)
+        return resultado
+
+    return app
+
+
+def main(argv: list[str]) -> None:
+    global EFECTOS, MUERE_DENTRO
+    parser = argparse.ArgumentParser(prog="_servidor_mcp.py")
+    parser.add_argument("efectos", type=Path)
+    parser.add_argument("--muere-dentro", metavar="HERRAMIENTA")
+    parser.add_argument("--esquema-nuevo", action="store_true")
+    opciones = parser.parse_args(argv)
+    EFECTOS, MUERE_DENTRO = opciones.efectos, opciones.muere_dentro
+    apuntar("arranque")
+    servidor(opciones.esquema_nuevo).run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

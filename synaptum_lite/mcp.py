@@ -1,0 +1,305 @@
+"""Tools served by an MCP server: each enters an agent like any other tool.
+
+Needs the `mcp` extra (`pip install 'synaptum-lite[mcp]'`): the official MCP SDK, imported
+only when a server is connected, so the core stays standard library only.
+
+    async with connect(sys.executable, "servidor.py", prefix="incidencias") as servidor:
+        agente = Agent("soporte", model=..., instructions=..., tools=servidor.tools)
+
+`connect` starts the server as a child process speaking MCP over stdio, lists its tools and
+stops it when the block ends. Each tool becomes a `Tool` (an `McpTool`):
+
+- its name gets the prefix, `incidencias__consultar`, so two servers cannot collide;
+- its JSON schema and description are the server's, and part of the agent's configuration:
+  a server whose schema changed between two passes of a run makes the second pass raise
+  `ConfigurationChanged` naming the tool, before anything is called;
+- its `risk` and `idempotent` come from the server's annotations, read with the MCP defaults
+  (a tool that says nothing may destroy and is not idempotent): `readOnlyHint` is a read,
+  and safe to repeat; otherwise `destructiveHint: false` is a hard write (the annotations cannot
+  tell a soft write from a hard one, so the harder is assumed) and anything else is destructive;
+  `idempotentHint: true` is idempotent. Annotations are the server author's word, not ours:
+  nothing is deduced from a name or a description.
+
+What can go wrong in a call, and what the run does:
+
+- the server answers with an error result (`isError`) or a JSON-RPC error: the model reads it
+  as the tool's result (`McpToolError: ...`), and the step is completed, so nothing repeats;
+- the server goes away (or does not answer within `call_timeout`) while a call is in flight:
+  nobody knows whether the call had its effect, so `McpServerLost` stops the run with the step
+  attempted and never completed. Run the same `run_id` again with the server back: an
+  idempotent tool runs again, a non-idempotent one raises `UncertainEffect` for a person.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .errors import ConfigurationError, InvalidToolCall, SynaptumError
+from .tools import Risk, Tool, ToolContext
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import Tool as ListedTool
+
+__all__ = ["McpServer", "McpServerLost", "McpTool", "McpToolError", "connect", "risk_of"]
+
+INSTALL = "pip install 'synaptum-lite[mcp]' (or: uv sync --extra mcp)"
+
+#: Between the prefix and the server's own tool name. A prefix has no underscore, so the
+#: first `__` of a name always ends its prefix.
+SEPARATOR = "__"
+_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+
+
+class McpServerLost(SynaptumError):
+    """The MCP server went away, or did not answer, while a call was in flight (or before it
+    finished starting). Whether the call had its effect is unknown: the step stays attempted."""
+
+    def __init__(self, server: str, during: str, detail: str) -> None:
+        self.server = server
+        self.during = during
+        self.detail = detail
+        super().__init__(
+            f"MCP server {server!r} went away during {during} ({detail}); whether the call had "
+            "its effect is unknown, so nothing was retried and the step stays attempted. Start "
+            "the server again and run the same run_id: an idempotent tool runs again, a "
+            "non-idempotent one raises UncertainEffect for a person to resolve"
+        )
+
+
+class McpToolError(Exception):
+    """An MCP server answered a call with an error. Not a misuse of the library: the agent's
+    loop turns it into the tool's result, which the model reads in its next turn."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class McpTool(Tool):
+    """A tool served by an MCP server. `remote_name` is its name on the server; `annotations`
+    the hints the server sent (`readOnlyHint`, ...), from which `risk` and `idempotent` come."""
+
+    server: str
+    remote_name: str
+    annotations: dict[str, bool]
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Call the tool on its server; returns the text (or structured content) it answered."""
+        return await self.function(arguments, context)
+
+
+def risk_of(annotations: Mapping[str, bool | None]) -> tuple[Risk, bool]:
+    """The `risk` and `idempotent` a tool's MCP annotations declare, read with the MCP
+    defaults: an absent hint says the worst (not read-only, destructive, not idempotent)."""
+    if annotations.get("readOnlyHint") is True:
+        return Risk.READ, True
+    risk = Risk.HARD_WRITE if annotations.get("destructiveHint") is False else Risk.DESTRUCTIVE
+    return risk, annotations.get("idempotentHint") is True
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """A connected MCP server: its name (as it introduces itself) and its tools, prefixed."""
+
+    name: str
+    prefix: str
+    tools: list[McpTool]
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    command: str,
+    *args: str,
+    prefix: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    errlog: TextIO | None = None,
+    call_timeout: float | None = None,
+) -> AsyncIterator[McpServer]:
+    """Start `command args...` as an MCP server over stdio, list its tools, and stop it when
+    the block ends.
+
+    `prefix` (a letter, then letters, digits or `-`) goes before each tool's name. `env` adds
+    variables to the few the SDK passes on (`PATH`, `HOME`...). `errlog` receives the
+    server's stderr (by default this process's). `call_timeout`, in seconds, bounds the wait
+    for each call's answer: past it the call counts as lost (`McpServerLost`).
+
+    Raises `ConfigurationError` when the SDK is missing or the prefix is not one, and
+    `McpServerLost` when the server cannot be started or goes away.
+    """
+    _require_sdk()
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ConfigurationError(
+            f"MCP prefix {prefix!r} is not one: a letter, then letters, digits or '-' (no "
+            "underscore, so that the first '__' of a tool's name always ends its prefix)"
+        )
+    server_name = prefix
+    parameters = StdioServerParameters(
+        command=command,
+        args=list(args),
+        env=dict(env) if env is not None else None,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+    )
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                streams = await stack.enter_async_context(
+                    stdio_client(parameters, errlog=errlog or sys.stderr)
+                )
+                session = await stack.enter_async_context(ClientSession(*streams))
+                introduced = await session.initialize()
+                server_name = introduced.server_info.name or prefix
+                listed = await _list_tools(session)
+            except (OSError, MCPError) as exc:
+                raise McpServerLost(server_name, "its start-up", _describe(exc)) from None
+            yield McpServer(
+                server_name,
+                prefix,
+                [_adapt(session, server_name, prefix, item, call_timeout) for item in listed],
+            )
+    except BaseExceptionGroup as group:
+        # The SDK's task groups wrap whatever leaves the block; the caller sees what was raised.
+        raise _alone(group) from None
+
+
+def _require_sdk() -> None:
+    """Raise a `ConfigurationError` saying how to install the MCP SDK, when it is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise ConfigurationError(
+            "synaptum_lite.mcp needs the MCP SDK, and the `mcp` package is not installed; "
+            f"install the extra: {INSTALL}"
+        ) from None
+
+
+async def _list_tools(session: ClientSession) -> list[ListedTool]:
+    """Every tool the server lists, following its pages."""
+    from mcp.types import PaginatedRequestParams
+
+    listed: list[ListedTool] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(
+            params=PaginatedRequestParams(cursor=cursor) if cursor else None
+        )
+        listed.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return listed
+
+
+def _adapt(
+    session: ClientSession,
+    server: str,
+    prefix: str,
+    listed: ListedTool,
+    call_timeout: float | None,
+) -> McpTool:
+    """The `Tool` an agent sees for one tool the server listed."""
+    from mcp.shared.exceptions import MCPError
+
+    name = f"{prefix}{SEPARATOR}{listed.name}"
+    hints = listed.annotations
+    annotations = {
+        key: value
+        for key, value in (
+            ("readOnlyHint", hints.read_only_hint if hints else None),
+            ("destructiveHint", hints.destructive_hint if hints else None),
+            ("idempotentHint", hints.idempotent_hint if hints else None),
+        )
+        if value is not None
+    }
+    risk, idempotent = risk_of(annotations)
+    schema = dict(listed.input_schema)
+    schema.setdefault("properties", {})
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
+        during = (
+            f"the call to tool {name!r} (run {context.run_id!r}, step {context.step_id}) with "
+            f"arguments {arguments!r}"
+        )
+        try:
+            result = await session.call_tool(
+                listed.name, arguments, read_timeout_seconds=call_timeout
+            )
+        except MCPError as exc:
+            if _lost(exc):
+                raise McpServerLost(server, during, _describe(exc)) from None
+            raise McpToolError(f"the MCP server answered with an error: {exc.message}") from None
+        text = "\n".join(block.text for block in result.content if block.type == "text")
+        if result.is_error:
+            raise McpToolError(f"the MCP server reports the tool failed: {text or '(no text)'}")
+        if not text and result.structured_content is not None:
+            return result.structured_content
+        return text
+
+    return McpTool(
+        name=name,
+        description=listed.description or "",
+        parameters=schema,
+        function=call,
+        risk=risk,
+        idempotent=idempotent,
+        context_parameter=None,
+        _converters={
+            key: _checker(name, key, value) for key, value in schema["properties"].items()
+        },
+        server=server,
+        remote_name=listed.name,
+        annotations=annotations,
+    )
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _checker(tool: str, argument: str, schema: Any) -> Callable[[Any], Any]:
+    """Check an argument's JSON type where its schema names one; the server checks the rest."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    accepted = tuple(t for k in kinds if k in _JSON_TYPES for t in _JSON_TYPES[k])
+
+    def check(value: Any) -> Any:
+        wrong_bool = isinstance(value, bool) and "boolean" not in kinds
+        if accepted and (wrong_bool or not isinstance(value, accepted)):
+            raise InvalidToolCall(tool, f"{argument} must be {' or '.join(kinds)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _lost(exc: Exception) -> bool:
+    """Whether an MCP error means the answer was lost, not that the server answered no."""
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    return getattr(exc, "code", None) in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+
+
+def _describe(exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {message}"
+
+
+def _alone(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The one exception inside nested groups of one, or the group itself."""
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+        inner = inner.exceptions[0]
+    return inner
