@@ -276,7 +276,7 @@ def phases() -> str:
 #: What a notebook does at each seam, and the code that shows it does it (read from the
 #: notebook's code cells and its helper scripts, `_*_NN.py`).
 GATEWAY_TOUCHES = (
-    ("un guion o un modelo de verdad", r"(?<![\w.])gateway\(|comun\.gateway\(|ScriptedGateway\("),
+    ("un guion o un modelo de verdad", r"(?<![\w.])gateway\(|comun\.gateway\(|ScriptedGateway[()]"),
     ("una política: denegar, aprobar, terminar", r"\bpolicy="),
     ("fragmentos del stream", r"\.stream\("),
     ("errores del proveedor y reintentos", r"\bProviderError\b"),
@@ -311,7 +311,22 @@ def touches(patterns: tuple[tuple[str, str], ...]) -> list[tuple[str, list[str]]
 
 
 def _numbers(found: list[str], total: int) -> str:
-    return "todos" if len(found) == total else " · ".join(found) if found else "ninguno"
+    """The notebooks' numbers, three or more in a row as a range: «01–16 · 18»."""
+    if len(found) == total:
+        return "todos"
+    groups: list[list[int]] = []
+    for number in map(int, found):
+        if groups and number == groups[-1][-1] + 1:
+            groups[-1].append(number)
+        else:
+            groups.append([number])
+    return (
+        " · ".join(
+            f"{g[0]:02d}–{g[-1]:02d}" if len(g) >= 3 else " · ".join(f"{n:02d}" for n in g)
+            for g in groups
+        )
+        or "ninguno"
+    )
 
 
 def seams() -> str:
