@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 RESPUESTA = "Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
@@ -137,6 +140,9 @@ class Manejador(BaseHTTPRequestHandler):
             self._json(_error(None, -32700, "no es JSON-RPC"))
             return
         if self.estado.modo == "basura":
+            with self.estado.cerrojo:
+                if metodo == "SendMessage":  # recibido y contado, contestado con basura
+                    self.estado.mensajes.append(str(parametros["message"]["messageId"]))
             self._responde(200, b"<html><body>Servicio en mantenimiento</body></html>", "text/html")
             return
         with self.estado.cerrojo:
@@ -203,6 +209,46 @@ def servir(puerto: int, duracion: float, modo: str) -> None:
     servidor.daemon_threads = True
     print(f"escuchando en http://127.0.0.1:{servidor.server_address[1]}", flush=True)
     servidor.serve_forever()
+
+
+class Proceso:
+    """El servidor visto desde quien lo arranca (el cuaderno, un test): su URL, lo que
+    recibió, y pararlo. Arrancarlo es lanzar este fichero como un proceso aparte."""
+
+    def __init__(self, *, duracion: float = 1.0, modo: str = "normal", puerto: int = 0) -> None:
+        self.proceso = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--puerto",
+                str(puerto),
+                "--duracion",
+                str(duracion),
+                "--modo",
+                modo,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proceso.stdout is not None
+        linea = self.proceso.stdout.readline()
+        if not linea.startswith("escuchando en "):
+            self.para()
+            raise RuntimeError(f"el servidor A2A no arrancó: {linea!r}")
+        self.url = linea.split()[-1]
+        self.puerto = int(self.url.rsplit(":", 1)[1])
+
+    def mensajes(self) -> list[str]:
+        """Los `messageId` de los mensajes que recibió, en orden."""
+        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
+            return list(json.load(respuesta)["ids"])
+
+    def para(self) -> None:
+        """Lo mata (SIGKILL donde lo hay): sus tareas, que vivían en su memoria, se pierden."""
+        self.proceso.kill()
+        self.proceso.wait()
+        if self.proceso.stdout is not None:
+            self.proceso.stdout.close()
 
 
 def main(argv: list[str]) -> None:
