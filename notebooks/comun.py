@@ -240,3 +240,9 @@ def valida_numero(
         if porque:
             admite += f" ({porque})"
         raise ParametroInvalido(nombre, valor, admite)
+
+
+def valida_si_o_no(nombre: str, valor: object) -> None:
+    """`valor` es `True` o `False` (con papermill, `-p nombre False`); ni 0, ni 1, ni "no"."""
+    if not isinstance(valor, bool):
+        raise ParametroInvalido(nombre, valor, "True o False")

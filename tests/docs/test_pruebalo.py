@@ -1,0 +1,310 @@
+"""Pruébalo: every experiment a notebook proposes, run the way its page says, and its promise
+checked.
+
+Each property notebook ends with two cells: *Pruébalo* (Markdown, id `pruebalo`), one to three
+experiments a learner can do, each a list item that names the change (a value of the
+`parameters` cell, or one line of a named cell) and what the learner will then see, with a
+claim id; and `comprobar-pruebalo` (code), whose `comun.afirma` checks each promise for
+whatever value the notebook was given. The docs check runs it with the notebook as it is (the
+promise's other side); this file runs each experiment:
+
+- the notebook with that change, through papermill in the notebook's folder (as
+  `test_parametros.py` does; a changed line is written into a copy first), with the variable
+  `AFIRMACIONES_COMPROBADAS` pointing at a folder of its own;
+- it must run to the end, and the experiment's claim must have been checked, and held, by the
+  notebook's own `afirma` in *that* run;
+- every fragment it promises (`se_ve`) must be written in the item and printed by the run, and
+  at least one of them must not be printed by the notebook as it is: an experiment shows a
+  change, and the words cannot promise what the runtime does not print;
+- the item must name the change, as the learner would type it.
+
+The experiments run two at a time (the machine the check runs on may have two cores), each in
+its own process: papermill changes the working directory of the process that calls it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.claims import RECORD_FOLDER_VARIABLE, blocks, read_recorded
+from scripts.kernel import MODEL_VARIABLE_PREFIXES
+from scripts.pages import (
+    NOTEBOOKS,
+    PROPERTY_NOTEBOOKS,
+    expected_block,
+    property_notebooks,
+    source_of,
+)
+
+#: The ids of the two cells every property notebook ends with.
+PRUEBALO_CELL = "pruebalo"
+CHECK_CELL = "comprobar-pruebalo"
+
+#: Notebooks whose *Pruébalo* may still be missing (issue 18; 17–19 are being written): the
+#: list only shrinks. Once a notebook has its Pruébalo cell, it is checked, listed or not.
+SIN_PRUEBALO_TODAVIA = {
+    "01",
+    "02",
+    "04",
+    "05",
+    "06",
+    "07",
+    "08",
+    "09",
+    "10",
+    "11",
+    "12",
+    "13",
+    "14",
+    "15",
+    "16",
+    "17",
+    "18",
+    "19",
+}
+
+
+@dataclass(frozen=True)
+class Experimento:
+    claim: str  # "03.pruebalo-deniega": the item's id, and the notebook's number
+    parametros: dict[str, Any] = field(default_factory=dict)  # as with papermill -p
+    linea: tuple[str, str, str] | None = None  # (cell id, the line as it is, the line changed)
+    se_ve: tuple[str, ...] = ()  # what the run prints, word for word, as the item quotes it
+    #: More checks on the run, for what printing cannot show (files, processes).
+    comprueba: Callable[[Resultado], None] | None = None
+
+    @property
+    def cuaderno(self) -> str:
+        return self.claim.split(".")[0]
+
+    @property
+    def cambio(self) -> list[str]:
+        """How the item names the change: `concede = False`, or the changed line."""
+        if self.linea:
+            return [self.linea[2].strip()]
+        return [f"{name} = {value!r}" for name, value in self.parametros.items()]
+
+
+EXPERIMENTOS = [
+    Experimento(
+        "03.pruebalo-deniega",
+        parametros={"concede": False},
+        se_ve=(
+            "denegada por marta",
+            "transferencias ×0",
+            "No he transferido nada: denied by marta: el cliente no la reconoce.",
+            "preguntas ×0",
+        ),
+    ),
+]
+
+
+# ── Running the experiments ─────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Resultado:
+    error: str | None  # papermill's message about the cell that raised
+    impreso: str  # everything the run wrote to stdout
+    comprobadas: set[str]  # the claim ids its afirma calls checked
+    carpeta: Path  # scratch space of this run (where a changed copy of the notebook lives)
+
+
+def notebook(number: str) -> Path:
+    (path,) = PROPERTY_NOTEBOOKS.glob(f"{number}_*.ipynb")
+    return path
+
+
+def read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def cell(notebook_json: dict[str, Any], cell_id: str) -> dict[str, Any]:
+    (found,) = (c for c in notebook_json["cells"] if c.get("id") == cell_id)
+    return found
+
+
+def with_the_line_changed(experimento: Experimento, folder: Path) -> Path:
+    """A copy of the notebook with the experiment's line changed (it must be there once)."""
+    assert experimento.linea is not None
+    cell_id, before, after = experimento.linea
+    changed = read(notebook(experimento.cuaderno))
+    target = cell(changed, cell_id)
+    text = source_of(target)
+    assert text.count(before) == 1, f"{experimento.claim}: «{before}» is not once in {cell_id}"
+    target["source"] = text.replace(before, after)
+    copy = folder / notebook(experimento.cuaderno).name
+    copy.write_text(json.dumps(changed, ensure_ascii=False), encoding="utf-8")
+    return copy
+
+
+def run(experimento: Experimento) -> Resultado:
+    import papermill
+
+    folder = Path(tempfile.mkdtemp(prefix=f"pruebalo-{experimento.cuaderno}-"))
+    claims = folder / "afirmaciones"
+    claims.mkdir()
+    os.environ[RECORD_FOLDER_VARIABLE] = str(claims)  # this process runs one case at a time
+    source = notebook(experimento.cuaderno)
+    if experimento.linea:
+        source = with_the_line_changed(experimento, folder)
+    output = folder / "salida.ipynb"
+    error = None
+    try:
+        papermill.execute_notebook(
+            str(source),
+            str(output),
+            parameters=experimento.parametros,
+            cwd=str(PROPERTY_NOTEBOOKS),  # as the page's --cwd notebooks/propiedades
+            progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as failure:
+        error = str(failure)
+    printed = "".join(
+        "".join(o.get("text", ""))
+        for c in read(output)["cells"]
+        if c["cell_type"] == "code"
+        for o in c["outputs"]
+        if o.get("name") == "stdout"
+    )
+    return Resultado(error, printed, read_recorded(claims), folder)
+
+
+@pytest.fixture(scope="module")
+def resultados() -> dict[str, Resultado]:
+    """Every experiment through papermill, two at a time, without the variables that pick a
+    real model (the notebooks answer from their scripts, as in the docs check)."""
+    with pytest.MonkeyPatch.context() as environment:
+        for name in list(os.environ):
+            if name.startswith(MODEL_VARIABLE_PREFIXES):
+                environment.delenv(name)
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+            done = pool.map(run, EXPERIMENTOS)
+            return dict(zip((e.claim for e in EXPERIMENTOS), done, strict=True))
+
+
+# ── What each experiment promises ───────────────────────────────────────────────────────
+
+
+def items(path: Path) -> dict[str, str]:
+    """The items of a notebook's *Pruébalo* cell: claim id → the item's words on one line."""
+    found = {}
+    for kind, body in blocks(source_of(cell(read(path), PRUEBALO_CELL))):
+        if kind != "item":
+            continue
+        (claim,) = re.findall(r"<!--\s*afirmacion:\s*(\S+)\s*-->", body)
+        found[claim] = " ".join(body.split())
+    return found
+
+
+def printed_by_the_page(path: Path) -> str:
+    """What the notebook prints as it is: its *Lo que imprime* block."""
+    return expected_block(read(path)).text
+
+
+by_experiment = pytest.mark.parametrize("experimento", EXPERIMENTOS, ids=lambda e: e.claim)
+
+
+@by_experiment
+def test_an_experiment_runs_to_the_end_and_its_own_assertion_held(experimento, resultados):
+    resultado = resultados[experimento.claim]
+    assert resultado.error is None, f"{experimento.claim} raised:\n{resultado.error}"
+    assert experimento.claim in resultado.comprobadas, (
+        f'{experimento.claim}: the notebook\'s afirma("{experimento.claim}", …) did not run in '
+        f"the experiment's run; it checked {sorted(resultado.comprobadas)}"
+    )
+
+
+@by_experiment
+def test_what_an_experiment_promises_is_written_in_its_item_and_printed_by_its_run(
+    experimento, resultados
+):
+    path = notebook(experimento.cuaderno)
+    words = items(path)[experimento.claim]
+    resultado = resultados[experimento.claim]
+    assert experimento.se_ve, f"{experimento.claim} promises nothing a learner would see"
+    for fragment in experimento.se_ve:
+        assert fragment in words, f"{experimento.claim}: the item does not say «{fragment}»"
+        assert fragment in resultado.impreso, (
+            f"{experimento.claim}: the run does not print «{fragment}»; it printed:\n"
+            f"{resultado.impreso}"
+        )
+    as_it_is = printed_by_the_page(path)
+    assert any(f not in as_it_is for f in experimento.se_ve), (
+        f"{experimento.claim}: the notebook as it is prints all of {experimento.se_ve}; the "
+        "experiment changes nothing a learner sees"
+    )
+    for change in experimento.cambio:
+        assert f"`{change}`" in words, f"{experimento.claim}: the item does not name `{change}`"
+    if experimento.comprueba:
+        experimento.comprueba(resultado)
+
+
+# ── Every notebook has its experiments ──────────────────────────────────────────────────
+
+
+def skip_if_still_to_be_written(path: Path) -> None:
+    has_it = any(c.get("id") == PRUEBALO_CELL for c in read(path)["cells"])
+    if not has_it and path.name[:2] in SIN_PRUEBALO_TODAVIA:
+        pytest.skip(f"{path.name}: Pruébalo still to be written (issue 18)")
+
+
+@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
+def test_a_notebook_ends_with_pruebalo_and_the_cell_that_checks_it(path: Path) -> None:
+    ids = [c.get("id") for c in read(path)["cells"]]
+    skip_if_still_to_be_written(path)
+    assert ids[-2:] == [PRUEBALO_CELL, CHECK_CELL], f"{path.name} ends with {ids[-2:]}"
+    heading = source_of(cell(read(path), PRUEBALO_CELL)).splitlines()[0]
+    assert heading == "## Pruébalo", f"{path.name}: the Pruébalo cell starts with {heading!r}"
+
+
+@pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
+def test_every_item_of_pruebalo_is_an_experiment_this_file_runs(path: Path) -> None:
+    skip_if_still_to_be_written(path)
+    written = list(items(path))
+    run_here = [e.claim for e in EXPERIMENTOS if e.cuaderno == path.name[:2]]
+    assert 1 <= len(written) <= 3, f"{path.name}: {len(written)} experiments, not one to three"
+    assert sorted(written) == sorted(run_here), (
+        f"{path.name}: its Pruébalo says {written}, and this file runs {run_here}"
+    )
+    prefix = f"{path.name[:2]}.pruebalo-"
+    assert all(claim.startswith(prefix) for claim in written), f"ids start with {prefix}"
+    code = source_of(cell(read(path), CHECK_CELL))
+    for claim in written:
+        assert f'afirma(\n    "{claim}"' in code or f'afirma("{claim}"' in code, (
+            f"{path.name}: {CHECK_CELL} does not check {claim}"
+        )
+
+
+# ── The helper the notebooks validate a yes/no parameter with ───────────────────────────
+
+
+@pytest.fixture
+def comun(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(NOTEBOOKS))
+    sys.modules.pop("comun", None)
+    return importlib.import_module("comun")
+
+
+@pytest.mark.parametrize("value", [0, 1, "False", "no", None])
+def test_a_yes_or_no_parameter_refuses_what_is_not_true_or_false(comun, value) -> None:
+    comun.valida_si_o_no("concede", True)
+    comun.valida_si_o_no("concede", False)
+    with pytest.raises(comun.ParametroInvalido) as raised:
+        comun.valida_si_o_no("concede", value)
+    assert str(raised.value).startswith(f"concede = {value!r} no vale en este cuaderno: admite ")
+    assert "True o False" in str(raised.value)
