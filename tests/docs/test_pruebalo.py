@@ -72,8 +72,6 @@ SIN_PRUEBALO_TODAVIA = {
     "15",
     "16",
     "17",
-    "18",
-    "19",
 }
 
 
@@ -107,6 +105,25 @@ EXPERIMENTOS = [
             "transferencias ×0",
             "No he transferido nada: denied by marta: el cliente no la reconoce.",
             "preguntas ×0",
+        ),
+    ),
+    Experimento(
+        "18.pruebalo-el-primero",
+        parametros={"muere_en": 1},
+        se_ve=("dentro de la transferencia de cliente-1",),
+    ),
+    Experimento(
+        "18.pruebalo-ocho",
+        parametros={"cuantos": 8},
+        se_ve=("8 runs · modelo ×3 y transferir ×1 en cada uno",),
+    ),
+    Experimento(
+        "19.pruebalo-al-enviar",
+        parametros={"muere": "al-enviar"},
+        se_ve=(
+            "con el mensaje ya enviado y su id aún sin escribir",
+            "encontrada por su contexto (ListTasks), sin reenviar",
+            "1 mensaje recibido",
         ),
     ),
 ]
