@@ -6,30 +6,23 @@ appended event survives a power loss; `durability="normal"` syncs at checkpoints
 is faster and still survives the process being killed, but a power loss may take the last
 commits. Every call runs in place, on the caller's thread (see `SqliteCheckpointer._call`).
 
-One driver per run: `hold` takes an open-file-description lock on one byte of the journal
-file itself, chosen by the run id, so every name of the file reaches the same lock (on macOS,
-a `flock` on a file per run in `<file>.locks/`). The kernel drops it when its owner dies, so a
-killed worker never blocks the resume. Where the platform runs one process and has no OS file
-locks (Pyodide, WASI), the run lock is this process's own record of the runs it holds.
+One driver per run: `hold` takes the run's lock on the journal file itself (`runlock.py`), so
+every name of the file reaches the same lock, and the OS drops it when its owner dies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import os
 import sqlite3
-import struct
-import sys
 import threading
 import weakref
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from . import runlock
 from .errors import (
     ConfigurationError,
     CorruptJournal,
@@ -88,239 +81,6 @@ _SCHEMA = (
 # 0.75-0.77 ms, within the noise).
 _COMPRESS_FROM = 256
 
-# ── one driver per run: a lock on the database file itself ─────────────────────────────────
-#
-# A run's lock is taken on the journal file, not on a file beside it: every name of the file
-# (relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
-# delete. On Linux it is an open-file-description lock on one byte of the file,
-# at an offset chosen by the run id, far above the bytes SQLite locks (512 from 0x40000000):
-# locks past the end of a file are allowed, change nothing in it, and never meet SQLite's.
-#
-# The descriptor that holds these locks must outlive every SQLite connection of this process
-# to the file: closing *any* descriptor of a file drops the POSIX locks the process holds on
-# it, SQLite's own included (its shared lock in WAL mode). So this process opens one
-# descriptor per file (by device and inode), shared by every hold and every connection, and
-# closes it when the last of them ends. (A `sqlite3` connection the program opens itself is
-# not counted; closing any descriptor of the file under it is SQLite's own known hazard.)
-#
-# Where there are no open-file-description locks (macOS), each run is a `flock` on a file of
-# its own in `<real path>.locks/`: it follows relative names and symlinks.
-#
-# A file with several hard links is refused everywhere: SQLite keeps its write-ahead log and
-# its index beside the name it was given (`<name>-wal`, `<name>-shm`), so two names of one
-# file would each see a different journal, and could damage it.
-
-_OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
-_RUN_LOCKS_FROM = 1 << 62  # byte offsets of run locks: [2**62, 2**62 + 2**61)
-_BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # the lock is held by another
-
-
-@dataclass(eq=False)
-class _LockedFile:
-    """This process's lock descriptor on one database file, and the runs it holds."""
-
-    key: tuple[int, int]  # (st_dev, st_ino)
-    fd: int
-    writable: bool
-    users: int = 0  # holds under way and open connections of this process
-    held: set[int] = field(default_factory=set)  # run offsets held in this process
-
-
-_FILES: dict[tuple[int, int], _LockedFile] = {}
-_FILES_LOCK = threading.Lock()
-_PARKED: list[int] = []  # descriptors that must stay open (see `_enter_file`)
-
-
-def _enter_file(database: Path, run_id: str = "") -> _LockedFile:
-    """The lock descriptor of the file at `database`, counted as one more user.
-
-    Creates the file (empty: SQLite makes it a database) when it does not exist. A file this
-    process may only read is opened read-only: its runs can then be read, never driven.
-    Raises `LockFailed` naming the file and the cause."""
-    _close_unreachable()
-    with _FILES_LOCK:
-        try:
-            stat = os.stat(database)
-            _refuse_hard_links(database, stat)
-            key = _identity(stat)
-        except FileNotFoundError:
-            key = None
-        except OSError as exc:
-            raise LockFailed(database.name, run_id, _cause(exc)) from None
-        locked = _FILES.get(key) if key is not None else None
-        if locked is None:
-            fd, writable = _open_for_locks(database, run_id)
-            key = _identity(os.fstat(fd))
-            locked = _FILES.get(key)
-            if locked is None:
-                locked = _FILES[key] = _LockedFile(key, fd, writable)
-            else:  # the file was replaced between stat and open: keep the known descriptor
-                _PARKED.append(fd)  # never closed: closing would drop this process's locks
-        locked.users += 1
-        return locked
-
-
-def _refuse_hard_links(database: Path, stat: os.stat_result) -> None:
-    if stat.st_nlink > 1:
-        raise ConfigurationError(
-            f"the journal {database.name} has {stat.st_nlink} names (hard links); SQLite keeps "
-            "its write-ahead log beside each name, so each name would see another journal: "
-            "remove the other links and use one name (a symlink is fine)"
-        )
-
-
-def _leave_file(locked: _LockedFile) -> None:
-    with _FILES_LOCK:
-        locked.users -= 1
-        if locked.users == 0 and not locked.held:
-            del _FILES[locked.key]
-            os.close(locked.fd)  # nobody here holds a run or a connection on this file
-    _close_unreachable()
-
-
-_UNREACHABLE: list[_Database] = []  # connections of collected stores, not yet closed
-
-
-def _collected(database: _Database) -> None:
-    """Close the connection of a store nobody can reach any more (its finalizer).
-
-    The garbage collector may run this in a thread that holds `_FILES_LOCK` (in the middle of
-    `_enter_file`, say), where taking the lock again would wait forever: then the connection
-    is closed by the next `_enter_file` or `_leave_file`, outside the lock."""
-    _UNREACHABLE.append(database)
-    if _FILES_LOCK.acquire(blocking=False):
-        _FILES_LOCK.release()
-        _close_unreachable()
-
-
-def _close_unreachable() -> None:
-    while True:
-        try:
-            database = _UNREACHABLE.pop()
-        except IndexError:  # another thread took the last one
-            return
-        database.close()
-
-
-def _open_for_locks(database: Path, run_id: str) -> tuple[int, bool]:
-    try:
-        database.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(database, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644), True
-    except OSError as exc:
-        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise LockFailed(database.name, run_id, _cause(exc)) from None
-    try:
-        return os.open(database, os.O_RDONLY | _CLOEXEC), False
-    except OSError as exc:
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
-
-
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-def _identity(stat: os.stat_result) -> tuple[int, int]:
-    return stat.st_dev, stat.st_ino
-
-
-def _cause(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-    return f"{name}: {exc.strerror or exc}"
-
-
-def _lock_run(database: Path, locked: _LockedFile, run_id: str) -> Callable[[], None] | None:
-    """Lock `run_id` of the file `locked`; the function that releases it, or None when another
-    driver (in this process or another) holds it.
-
-    A read-only file gets a shared lock: any number of readers, never while a driver holds
-    the run. Raises `LockFailed` when locking fails for another reason (the file system has no
-    locks, say), and `ConfigurationError` where there are no POSIX file locks at all."""
-    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
-    offset = _RUN_LOCKS_FROM + (digest >> 3)
-    if _single_process_platform():
-        return _hold_in_process(locked, offset)
-    try:
-        import fcntl  # imported here: the package itself imports on any platform
-    except ImportError:
-        raise ConfigurationError(
-            "SqliteCheckpointer needs POSIX file locks (Linux or macOS) to give a run one "
-            "driver; on this platform use MemoryCheckpointer or PostgresCheckpointer"
-        ) from None
-    ofd = getattr(fcntl, "F_OFD_SETLK", None)
-    with _FILES_LOCK:
-        if offset in locked.held:
-            return None
-        if ofd is None:
-            release = _flock_run(database, offset, run_id, fcntl)
-        else:
-            kind = fcntl.F_WRLCK if locked.writable else fcntl.F_RDLCK
-            try:
-                fcntl.fcntl(locked.fd, ofd, _OFD_LOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
-            except OSError as exc:
-                if exc.errno in _BUSY:
-                    return None
-                raise LockFailed(database.name, run_id, _cause(exc)) from None
-
-            def release() -> None:
-                unlock = _OFD_LOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0)
-                fcntl.fcntl(locked.fd, ofd, unlock)
-
-        if release is None:
-            return None
-        locked.held.add(offset)
-
-    def release_run() -> None:
-        with _FILES_LOCK:
-            try:
-                release()
-            finally:
-                locked.held.discard(offset)
-
-    return release_run
-
-
-def _single_process_platform() -> bool:
-    """True where this Python is the only process that reaches its files and the OS has no
-    file locks to give: Pyodide (Emscripten) and WASI.
-
-    There `fcntl` exists but locks nothing (under Pyodide 314, `F_OFD_SETLK` fails with
-    EINVAL and `flock` succeeds on two descriptors of one file at once), so none is attempted.
-    Files the host shares with another process (a Node `NODEFS` mount, say) are not
-    protected between those processes: each Pyodide is its own single process."""
-    return sys.platform in ("emscripten", "wasi")
-
-
-def _hold_in_process(locked: _LockedFile, offset: int) -> Callable[[], None] | None:
-    """The run lock of a single-process platform: exact, because every driver is in `held`."""
-    with _FILES_LOCK:
-        if offset in locked.held:
-            return None
-        locked.held.add(offset)
-
-    def release_run() -> None:
-        with _FILES_LOCK:
-            locked.held.discard(offset)
-
-    return release_run
-
-
-def _flock_run(database: Path, offset: int, run_id: str, fcntl: Any) -> Callable[[], None] | None:
-    """Where there are no open-file-description locks: `flock` on a file of the run's own."""
-    real = Path(os.path.realpath(database))
-    path = real.with_name(real.name + ".locks") / f"{offset:x}.lock"
-    try:
-        path.parent.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
-    except OSError as exc:
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in _BUSY:
-            return None
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
-    return lambda: os.close(fd)  # closing the description releases its lock
-
 
 class SqliteCheckpointer:
     """A journal in one SQLite file (created on first use, with its parent directory).
@@ -341,7 +101,8 @@ class SqliteCheckpointer:
         self.durability = durability
         self._database = _Database(self.path, durability)
         self._serialized = threading.Lock()
-        weakref.finalize(self, _collected, self._database)  # the connection ends with its store
+        # the connection ends with its store
+        weakref.finalize(self, runlock.close_collected, self._database.close)
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointer({self.path.name!r})"
@@ -368,15 +129,15 @@ class SqliteCheckpointer:
 
     @contextlib.asynccontextmanager
     async def _hold(self, run_id: str) -> AsyncIterator[None]:
-        locked = _enter_file(self.path, run_id)
+        locked = runlock.enter_file(self.path, run_id)
         try:
             store = "sqlite:{}:{}".format(*locked.key)
             async with holding(
-                store, self.path.name, run_id, lambda: _lock_run(self.path, locked, run_id)
+                store, self.path.name, run_id, lambda: runlock.lock_run(self.path, locked, run_id)
             ):
                 yield
         finally:
-            _leave_file(locked)
+            runlock.leave_file(locked)
 
     async def close(self) -> None:
         """Close the connection (a later call reopens it)."""
@@ -403,7 +164,7 @@ class _Database:
         self.path = path
         self.durability = durability
         self._connection: sqlite3.Connection | None = None
-        self._file: _LockedFile | None = None  # keeps the lock descriptor open (see above)
+        self._file: runlock.LockedFile | None = None  # keeps the lock descriptor open (runlock.py)
         self._checked = False  # the file's structure was checked before this process wrote
         self._damage: str | None = None  # what showed the file is damaged, once seen
 
@@ -424,7 +185,7 @@ class _Database:
             self._connection.close()
             self._connection = None
         if self._file is not None:
-            _leave_file(self._file)
+            runlock.leave_file(self._file)
             self._file = None
 
     def _write(self, function: Callable[..., T], run_id: str, *args: Any) -> T:
@@ -472,7 +233,7 @@ class _Database:
             return self._connection
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            _refuse_hard_links(self.path, os.stat(self.path))
+            runlock.refuse_hard_links(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             self._prepare(connection)
@@ -482,7 +243,7 @@ class _Database:
         self._connection = connection
         if self._file is None:
             with contextlib.suppress(LockFailed):  # then no hold can open the file either
-                self._file = _enter_file(self.path)
+                self._file = runlock.enter_file(self.path)
         return connection
 
     def _prepare(self, connection: sqlite3.Connection) -> None:

@@ -47,7 +47,7 @@ def single_process_platform(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     really locks, so a lock attempted by mistake would show in the list, and would work."""
     import fcntl
 
-    from synaptum_lite import sqlite
+    from synaptum_lite import runlock
 
     attempted: list[str] = []
 
@@ -58,7 +58,7 @@ def single_process_platform(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return call
 
-    monkeypatch.setattr(sqlite, "_single_process_platform", lambda: True)
+    monkeypatch.setattr(runlock, "_lock_kind", lambda: "process")
     monkeypatch.setattr(fcntl, "fcntl", recorded("fcntl", fcntl.fcntl))
     monkeypatch.setattr(fcntl, "flock", recorded("flock", fcntl.flock))
     return attempted

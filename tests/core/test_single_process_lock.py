@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from synaptum_lite import RunBusy, Session, SqliteCheckpointer
-from synaptum_lite.sqlite import _single_process_platform
+from synaptum_lite.runlock import _lock_kind
 
 from . import agents
 from .conftest import run, single_process_platform
@@ -32,16 +32,22 @@ def os_locks(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("platform", "single"),
-    [("emscripten", True), ("wasi", True), ("linux", False), ("darwin", False), ("win32", False)],
+    ("platform", "kind"),
+    [
+        ("emscripten", "process"),
+        ("wasi", "process"),
+        ("linux", "posix"),
+        ("darwin", "posix"),
+        ("win32", "windows"),
+    ],
 )
-def test_the_single_process_platforms_are_told_by_sys_platform(monkeypatch, platform, single):
+def test_the_run_lock_of_each_platform_is_told_by_sys_platform(monkeypatch, platform, kind):
     monkeypatch.setattr(sys, "platform", platform)
-    assert _single_process_platform() is single
+    assert _lock_kind() == kind
 
 
 def test_this_machine_is_not_taken_for_a_single_process_platform():
-    assert _single_process_platform() is False  # the tests run on Linux, macOS or Windows
+    assert _lock_kind() != "process"  # the tests run on Linux, macOS or Windows
 
 
 def test_two_drivers_in_one_process_exclude_each_other_with_no_os_lock(tmp_path, os_locks):

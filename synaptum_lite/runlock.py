@@ -1,0 +1,308 @@
+"""One driver per run for the SQLite store: a lock on one byte of the journal file itself.
+
+The store uses four names: `enter_file` (this process's counted handle on a file), `lock_run`
+(hold a run of that file, or None when another driver holds it), `leave_file`, and
+`close_collected` (a finalizer's close that must not wait for this module's lock).
+
+A run's lock is taken on the journal file, not on a file beside it: every name of the file
+(relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
+delete. The byte is chosen by the run id, at an offset far above the bytes SQLite locks (512
+from 0x40000000): a lock past the end of a file is allowed, changes nothing in it, and never
+meets SQLite's. The operating system drops it when its owner dies, so a killed worker never
+blocks the resume. Which lock, by platform (`_lock_kind`):
+
+- Linux: an open-file-description lock (`fcntl.F_OFD_SETLK`) on that byte.
+- macOS, which has no such lock: a `flock` on a file of the run's own in `<real path>.locks/`.
+- Windows: `msvcrt.locking` on that byte (`LockFileEx`, exclusive, fail at once), on a handle
+  opened for it. Windows locks belong to a handle and go with it, or with the process.
+- Pyodide and WASI, one process and no OS file locks: this process's own record of its runs.
+
+A file with several hard links is refused everywhere: SQLite keeps its write-ahead log and
+its index beside the name it was given (`<name>-wal`, `<name>-shm`), so two names of one file
+would each see a different journal, and could damage it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigurationError, LockFailed
+
+Release = Callable[[], None]
+
+_RUN_LOCKS_FROM = 1 << 62  # byte offsets of run locks: [2**62, 2**62 + 2**61)
+_OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
+_BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)  # the lock is held by another
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _lock_kind() -> Literal["posix", "windows", "process"]:
+    """Which run lock this platform gives: the one place the platform is chosen.
+
+    "process" where this Python is the only process that reaches its files and the OS has no
+    file locks to give: Pyodide (Emscripten) and WASI. There `fcntl` exists but locks nothing
+    (under Pyodide 314, `F_OFD_SETLK` fails with EINVAL and `flock` succeeds on two descriptors
+    of one file at once), so none is attempted. Files the host shares with another process (a
+    Node `NODEFS` mount, say) are not protected between those processes."""
+    if sys.platform in ("emscripten", "wasi"):
+        return "process"
+    return "windows" if sys.platform == "win32" else "posix"
+
+
+# ── this process's handle on each file ──────────────────────────────────────────────────────
+#
+# The descriptor that holds the locks must outlive every SQLite connection of this process to
+# the file: on POSIX, closing *any* descriptor of a file drops the locks the process holds on
+# it, SQLite's own included (its shared lock in WAL mode). So this process opens one
+# descriptor per file (by device and inode), shared by every hold and every connection, and
+# closes it when the last of them ends. (A `sqlite3` connection the program opens itself is
+# not counted; closing any descriptor of the file under it is SQLite's own known hazard.)
+# Windows does not need this, and it costs nothing there.
+
+
+@dataclass(eq=False)
+class LockedFile:
+    """This process's lock descriptor on one database file, and the runs it holds."""
+
+    key: tuple[int, int]  # (st_dev, st_ino)
+    fd: int
+    writable: bool
+    users: int = 0  # holds under way and open connections of this process
+    held: set[int] = field(default_factory=set)  # run offsets held in this process
+
+
+_FILES: dict[tuple[int, int], LockedFile] = {}
+_FILES_LOCK = threading.Lock()
+_PARKED: list[int] = []  # descriptors that must stay open (see `enter_file`)
+
+
+def enter_file(database: Path, run_id: str = "") -> LockedFile:
+    """The lock descriptor of the file at `database`, counted as one more user.
+
+    Creates the file (empty: SQLite makes it a database) when it does not exist. A file this
+    process may only read is opened read-only: its runs can then be read, never driven.
+    Raises `LockFailed` naming the file and the cause."""
+    _close_unreachable()
+    with _FILES_LOCK:
+        try:
+            stat = os.stat(database)
+            refuse_hard_links(database, stat)
+            key = _identity(stat)
+        except FileNotFoundError:
+            key = None
+        except OSError as exc:
+            raise LockFailed(database.name, run_id, _cause(exc)) from None
+        locked = _FILES.get(key) if key is not None else None
+        if locked is None:
+            fd, writable = _open_for_locks(database, run_id)
+            key = _identity(os.fstat(fd))
+            locked = _FILES.get(key)
+            if locked is None:
+                locked = _FILES[key] = LockedFile(key, fd, writable)
+            else:  # the file was replaced between stat and open: keep the known descriptor
+                _PARKED.append(fd)  # never closed: closing would drop this process's locks
+        locked.users += 1
+        return locked
+
+
+def leave_file(locked: LockedFile) -> None:
+    """One user of `locked` fewer; the last one closes its descriptor."""
+    with _FILES_LOCK:
+        locked.users -= 1
+        if locked.users == 0 and not locked.held:
+            del _FILES[locked.key]
+            os.close(locked.fd)  # nobody here holds a run or a connection on this file
+    _close_unreachable()
+
+
+def refuse_hard_links(database: Path, stat: os.stat_result) -> None:
+    """Raise `ConfigurationError` when the file has more than one name (see the docstring)."""
+    if stat.st_nlink > 1:
+        raise ConfigurationError(
+            f"the journal {database.name} has {stat.st_nlink} names (hard links); SQLite keeps "
+            "its write-ahead log beside each name, so each name would see another journal: "
+            "remove the other links and use one name (a symlink is fine)"
+        )
+
+
+_UNREACHABLE: list[Release] = []  # closes of collected stores, not yet called
+
+
+def close_collected(close: Release) -> None:
+    """Call `close` for a store nobody can reach any more (its finalizer).
+
+    The garbage collector may run this in a thread that holds `_FILES_LOCK` (in the middle of
+    `enter_file`, say), where taking the lock again would wait forever: then `close` is called
+    by the next `enter_file` or `leave_file`, outside the lock."""
+    _UNREACHABLE.append(close)
+    if _FILES_LOCK.acquire(blocking=False):
+        _FILES_LOCK.release()
+        _close_unreachable()
+
+
+def _close_unreachable() -> None:
+    while True:
+        try:
+            close = _UNREACHABLE.pop()
+        except IndexError:  # another thread took the last one
+            return
+        close()
+
+
+def _open_for_locks(database: Path, run_id: str) -> tuple[int, bool]:
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(database, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644), True
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise LockFailed(database.name, run_id, _cause(exc)) from None
+    try:
+        return os.open(database, os.O_RDONLY | _CLOEXEC), False
+    except OSError as exc:
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
+
+
+def _cause(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return f"{name}: {exc.strerror or exc}"
+
+
+# ── the run's lock ──────────────────────────────────────────────────────────────────────────
+
+
+def lock_run(database: Path, locked: LockedFile, run_id: str) -> Release | None:
+    """Lock `run_id` of the file `locked`; the function that releases it, or None when another
+    driver (in this process or another) holds it.
+
+    On Linux a read-only file gets a shared lock: any number of readers, never while a driver
+    holds the run (elsewhere readers of a run take turns). Raises `LockFailed` when locking
+    fails for another reason (the file system has no locks, say), and `ConfigurationError`
+    where the platform has no file locks this module knows."""
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    offset = _RUN_LOCKS_FROM + (digest >> 3)
+    kind = _lock_kind()
+    fcntl = _posix_locks() if kind == "posix" else None
+    with _FILES_LOCK:
+        if offset in locked.held:  # a driver of this process holds it
+            return None
+        if kind == "process":  # exact: every driver there is in `held`
+            release: Release | None = _nothing_to_release
+        elif kind == "windows":
+            release = _lock_byte_windows(database, locked, offset, run_id)
+        elif getattr(fcntl, "F_OFD_SETLK", None) is None:
+            release = _flock_run(database, offset, run_id, fcntl)
+        else:
+            release = _lock_byte_posix(database, locked, offset, run_id, fcntl)
+        if release is None:
+            return None
+        locked.held.add(offset)
+
+    def release_run() -> None:
+        with _FILES_LOCK:
+            try:
+                release()
+            finally:
+                locked.held.discard(offset)
+
+    return release_run
+
+
+def _nothing_to_release() -> None:
+    pass
+
+
+def _posix_locks() -> Any:
+    try:
+        import fcntl  # imported here: the package itself imports on any platform
+    except ImportError:
+        raise ConfigurationError(
+            "SqliteCheckpointer needs OS file locks (fcntl on Linux and macOS, msvcrt on "
+            "Windows) to give a run one driver; on this platform use MemoryCheckpointer or "
+            "PostgresCheckpointer"
+        ) from None
+    return fcntl
+
+
+def _lock_byte_posix(
+    database: Path, locked: LockedFile, offset: int, run_id: str, fcntl: Any
+) -> Release | None:
+    """Linux: an open-file-description lock on the run's byte (shared on a read-only file)."""
+    kind = fcntl.F_WRLCK if locked.writable else fcntl.F_RDLCK
+    try:
+        fcntl.fcntl(locked.fd, fcntl.F_OFD_SETLK, _OFD_LOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+    except OSError as exc:
+        if exc.errno in _BUSY:
+            return None
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+
+    def release() -> None:
+        unlock = _OFD_LOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0)
+        fcntl.fcntl(locked.fd, fcntl.F_OFD_SETLK, unlock)
+
+    return release
+
+
+def _flock_run(database: Path, offset: int, run_id: str, fcntl: Any) -> Release | None:
+    """Where there are no open-file-description locks (macOS): `flock` on a file of the run's
+    own, beside the file's real path, so relative names and symlinks reach the same one."""
+    real = Path(os.path.realpath(database))
+    path = real.with_name(real.name + ".locks") / f"{offset:x}.lock"
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
+    except OSError as exc:
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in _BUSY:
+            return None
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+    return lambda: os.close(fd)  # closing the description releases its lock
+
+
+def _lock_byte_windows(
+    database: Path, locked: LockedFile, offset: int, run_id: str
+) -> Release | None:
+    """Windows: `msvcrt.locking` on the run's byte (exclusive, also on a read-only file).
+
+    A lock held by another handle fails with EACCES (ERROR_LOCK_VIOLATION): busy. Windows
+    drops a handle's locks when the handle closes or its process ends (its documentation warns
+    that freeing a dead process's locks may take a moment). Not run here: CI runs it on
+    windows-latest, and mypy checks it with `--platform win32`."""
+    try:
+        _windows_locking(locked.fd, offset, unlock=False)
+    except OSError as exc:
+        if exc.errno in _BUSY:
+            return None
+        raise LockFailed(database.name, run_id, _cause(exc)) from None
+    return lambda: _windows_locking(locked.fd, offset, unlock=True)
+
+
+def _windows_locking(fd: int, offset: int, *, unlock: bool) -> None:
+    """Lock (or unlock) the byte at `offset` of `fd`, failing at once when it is taken.
+
+    `msvcrt.locking` starts at the descriptor's position: the C runtime's `_locking` reads it
+    as 64 bits and calls `LockFileEx` there, so the byte is the one Linux locks. Moving the
+    position is safe: only this module uses this descriptor, under `_FILES_LOCK`."""
+    if sys.platform == "win32":  # mypy checks this block with --platform win32
+        import msvcrt
+
+        os.lseek(fd, offset, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK if unlock else msvcrt.LK_NBLCK, 1)
+    else:
+        raise OSError(errno.ENOSYS, f"msvcrt.locking is Windows-only, not {sys.platform}")
