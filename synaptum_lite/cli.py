@@ -15,18 +15,11 @@ import contextlib
 import json
 import os
 import shutil
-import sqlite3
 import sys
-import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from . import (
     ApprovalStep,
-    Checkpointer,
-    DelegationStep,
     FinalStep,
     LocalGateway,
     ModelStep,
@@ -34,13 +27,21 @@ from . import (
     Phase,
     RunBusy,
     Session,
-    SqliteCheckpointer,
-    Step,
     SynaptumError,
     ToolStep,
     Usage,
-    load_events,
-    run_usage,
+)
+from .runview import (
+    STATES,
+    Failure,
+    StepView,
+    Store,
+    call_of,
+    check_journal,
+    open_store,
+    read_run,
+    redact,
+    run_ids,
 )
 from .transfer import export_run, import_run
 
@@ -54,207 +55,13 @@ EXIT_CODES = """exit codes:
 
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
 
-STATES = ("closed", "open", "held", "approval", "uncertain")
-
-
-class Failure(Exception):
-    """What the command line tells the operator, and its exit code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
 
 def say(line: str = "") -> None:
     """One line of output (stdout is the command's result; errors go to stderr)."""
     sys.stdout.write(line + "\n")
 
 
-# ── the store ──────────────────────────────────────────────────────────────────────────────
-
-
-@dataclass
-class Store:
-    """A checkpointer, how to name it to people, and how to list its runs."""
-
-    checkpointer: Checkpointer
-    label: str
-    secret: str = ""  # the URL's password: never printed
-    url: str = ""  # a PostgreSQL store's URL and schema
-    schema: str = ""
-
-
-def open_store(location: str, schema: str | None, *, create: bool = False) -> Store:
-    """The store `location` names. Raises `Failure` (exit 2 or 3) when it cannot be used."""
-    if location.startswith(("postgresql://", "postgres://")):
-        url, _, fragment = location.partition("#")
-        parts = urllib.parse.urlsplit(url)
-        secret = parts.password or ""
-        try:
-            parts.port  # noqa: B018 - reading it checks it
-        except ValueError:
-            port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
-            raise Failure(2, f"the URL's port {port!r} is not a number; fix the URL") from None
-        if fragment and schema and fragment != schema:
-            raise Failure(2, f"two schemas given: #{fragment} and --schema {schema}; give one")
-        from .postgres import PostgresCheckpointer
-
-        try:
-            store = PostgresCheckpointer(url, schema=fragment or schema or "synaptum_lite")
-        except SynaptumError as exc:
-            raise Failure(2, _redact(str(exc), secret)) from None
-        return Store(store, store.location, secret, url, store.schema)
-    if schema:
-        raise Failure(2, f"--schema is for a PostgreSQL URL; {location} is a SQLite file")
-    path = Path(location)
-    if path.is_dir():
-        raise Failure(3, f"{location} is a folder, not a journal file; name the .db file")
-    if not create and not path.exists():
-        raise Failure(3, f"{location} does not exist; name a journal file or a PostgreSQL URL")
-    if not create and path.stat().st_size == 0:
-        raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
-    return Store(SqliteCheckpointer(path), path.name)
-
-
-async def check_journal(store: Store) -> None:
-    """Refuse a PostgreSQL schema that holds no journal (reading must not create one)."""
-    if isinstance(store.checkpointer, SqliteCheckpointer):
-        return  # `open_store` refused a missing or empty file
-    found = await _postgres(store, "SELECT to_regclass(%s)", f'"{store.schema}".meta')
-    if not found or found[0][0] is None:
-        raise Failure(
-            3, f"{store.label} holds no synaptum_lite journal; check the URL and the schema"
-        )
-
-
-async def run_ids(store: Store) -> list[str]:
-    """Every run of the store, in the order they were started, sub-runs included.
-
-    The `Checkpointer` protocol lists no runs, so this reads the `runs` table both stores
-    keep (read-only), once the store itself has said what the file or schema is."""
-    checkpointer = store.checkpointer
-    listed = getattr(checkpointer, "run_ids", None)
-    if callable(listed):
-        return list(listed())
-    await checkpointer.load("-")  # the store says NotAJournal, UnsupportedFormat, unreachable
-    if isinstance(checkpointer, SqliteCheckpointer):
-        uri = checkpointer.path.resolve().as_uri() + "?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
-            return [row[0] for row in connection.execute("SELECT run_id FROM runs ORDER BY id")]
-    rows = await _postgres(store, f'SELECT run_id FROM "{store.schema}".runs ORDER BY id')
-    return [row[0] for row in rows]
-
-
-async def _postgres(store: Store, sql: str, *params: str) -> list[tuple[Any, ...]]:
-    import psycopg
-
-    try:
-        async with await psycopg.AsyncConnection.connect(store.url, connect_timeout=10) as c:
-            return await (await c.execute(sql, params or None)).fetchall()
-    except psycopg.Error as exc:
-        detail = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-        message = f"cannot read {store.label}: {detail}; check the URL and the server"
-        raise Failure(1, message) from None
-
-
-async def is_held(store: Store, run_id: str) -> bool:
-    """Whether a driver holds the run now: taken and released at once, never waited for.
-
-    A driver that asks for the run in that instant is told it is busy, as it would be by
-    any other holder; nothing blocks."""
-    try:
-        async with store.checkpointer.hold(run_id):
-            return False
-    except RunBusy:
-        return True
-
-
-# ── a run as the operator reads it ─────────────────────────────────────────────────────────
-
-
-@dataclass
-class StepView:
-    """One step's events, in order, and what it waits for (approval, uncertain, or '')."""
-
-    step_id: str
-    events: list[Step] = field(default_factory=list)
-    waiting: str = ""
-
-
-@dataclass
-class RunView:
-    run_id: str
-    header: dict[str, Any]
-    events: int
-    steps: list[StepView]
-    final: FinalStep | None
-    usage: Usage
-    held: bool = False
-
-    @property
-    def state(self) -> str:
-        if self.final is not None:
-            return "closed"
-        if self.held:
-            return "held"
-        waiting = [s.waiting for s in self.steps if s.waiting]
-        return waiting[-1] if waiting else "open"
-
-    @property
-    def detail(self) -> str:
-        if self.final is not None:
-            return self.final.reason or "answered"
-        waiting = [f"{s.step_id}: {_call_of(s)}" for s in self.steps if s.waiting]
-        return waiting[0] if waiting else ""
-
-
-async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> RunView:
-    """The run as the journal holds it. Raises `Failure` (3) when the store has no such run."""
-    state = await store.checkpointer.load(run_id)
-    if state.header is None:
-        raise Failure(3, f"no run {run_id!r} in {store.label}; list them: synaptum-lite runs")
-    events = await load_events(store.checkpointer, run_id)
-    tools = state.header.get("agent", {}).get("tools", {})
-    steps: dict[str, StepView] = {}
-    for event in events:
-        steps.setdefault(event.step_id, StepView(event.step_id)).events.append(event)
-    for view in steps.values():
-        view.waiting = _waiting(view, tools)
-    usage = (await run_usage(store.checkpointer, run_id)).total
-    run = RunView(run_id, state.header, len(events), list(steps.values()), state.final, usage)
-    if check_held and not run.final:
-        run.held = await is_held(store, run_id)
-    return run
-
-
-def _waiting(view: StepView, tools: dict[str, Any]) -> str:
-    """What a person must decide for this step: 'approval', 'uncertain', or nothing."""
-    attempted = [e for e in view.events if e.phase is Phase.ATTEMPTED]
-    if not attempted or any(e.phase is Phase.COMPLETED for e in view.events):
-        return ""
-    latest = attempted[-1]
-    if isinstance(latest, ApprovalStep):
-        return "approval"
-    if not isinstance(latest, ToolStep) or isinstance(latest, DelegationStep):
-        return ""  # a model call or a delegation runs again on resume
-    if tools.get(latest.call.name, {}).get("idempotent", False):
-        return ""  # an idempotent tool simply runs again
-    for e in view.events:  # an operator, or the runtime, allowed this attempt to run again
-        if isinstance(e, ToolStep) and e.phase is Phase.RESOLVED and e.attempt == latest.attempt:
-            if e.decision and e.decision.get("action") in ("retry", "not_started"):
-                return ""
-    return "uncertain"
-
-
-def _call_of(view: StepView) -> str:
-    for event in view.events:
-        if isinstance(event, ToolStep | ApprovalStep) and event.phase is Phase.ATTEMPTED:
-            call = event.call
-            if isinstance(call.arguments, str):
-                return f"{call.name}({call.arguments!r})"
-            arguments = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
-            return f"{call.name}({arguments})"
-    return ""
+# ── printing ───────────────────────────────────────────────────────────────────────────────
 
 
 def _tokens(usage: Usage) -> str:
@@ -315,7 +122,7 @@ def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
     """One line for the step, and a note per attempt, decision or wait."""
     notes: list[str] = []
     first = step.events[0]
-    what = _call_of(step)
+    what = call_of(step)
     for event in step.events:
         if event.attempt > 1 and event.phase is Phase.ATTEMPTED:
             notes.append(f"attempt {event.attempt}")
@@ -488,11 +295,5 @@ async def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str, secret: str) -> int:
-    sys.stderr.write(f"synaptum-lite: {_redact(message, secret)}\n")
+    sys.stderr.write(f"synaptum-lite: {redact(message, secret)}\n")
     return code
-
-
-def _redact(text: str, secret: str) -> str:
-    for form in {secret, urllib.parse.quote(secret, safe="")} - {""}:
-        text = text.replace(form, "***")
-    return text
