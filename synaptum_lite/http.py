@@ -17,7 +17,7 @@ builds passes through `_redact` before it is cut, so neither an error, a log lin
 can carry it, whole or in part, raw or escaped (JSON `\\u002d`, URL `%2D`, HTML `&#45;`). A
 password in the base URL (`https://user:password@host/v1`) is sent as Basic auth, never as
 part of a URL, and is redacted the same way; the log lines of httpx and httpcore that this
-module causes pass through the same redaction (`_RedactSecrets`).
+module causes pass through the same redaction (`RedactSecrets`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ import asyncio
 import base64
 import email.utils
 import json
-import logging
 import os
-import re
 import time
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
@@ -38,6 +36,7 @@ from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
 from .messages import ModelRequest, ModelResponse
 from .policy import Policy, allow_everything
+from .redaction import RedactSecrets, redact, secret_patterns, userinfo, without_userinfo
 from .tools import Tool
 from .wire import StreamAssembly, request_body, tool_call_from_wire, usage_from_wire
 
@@ -93,28 +92,28 @@ class OpenAICompatibleGateway(LocalGateway):
             )
         if not base_url.startswith(("http://", "https://")):
             raise ConfigurationError(
-                f"base_url must start with http:// or https://, got {_without_userinfo(base_url)!r}"
+                f"base_url must start with http:// or https://, got {without_userinfo(base_url)!r}"
             )
         if not deadline > 0:
             raise ConfigurationError(
                 f"deadline must be a positive number of seconds, got {deadline!r}"
             )
         super().__init__(tools=tools, policy=policy)
-        self.base_url = _without_userinfo(base_url.rstrip("/"))
+        self.base_url = without_userinfo(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
         self.deadline = deadline
         self._url = self.base_url + "/chat/completions"
         self._api_key = api_key or None
-        self._auth = _userinfo(base_url)
+        self._auth = userinfo(base_url)
         self._transport = transport
         secrets = [self._api_key] if self._api_key else []
         if self._auth is not None:
             user, password = self._auth
             basic = base64.b64encode(f"{user}:{password}".encode()).decode()
             secrets += [password, urllib.parse.quote(password, safe=""), basic]
-        self._secrets = _secret_patterns(secrets)
-        _RedactSecrets.install(self._secrets)
+        self._secrets = secret_patterns(secrets)
+        RedactSecrets.install(self._secrets)
 
     @classmethod
     def from_env(
@@ -270,7 +269,7 @@ class OpenAICompatibleGateway(LocalGateway):
         Called on whole texts, before anything is cut: a secret cut in two is no longer
         recognisable, and its first half would show.
         """
-        return _redact(text, self._secrets)
+        return redact(text, self._secrets)
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
@@ -357,93 +356,6 @@ def _error_detail(text: str) -> str:
 def _excerpt(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + " …"
-
-
-# ── secrets: recognised in every form a server may echo them, and kept out of log lines ──────
-
-
-def _userinfo(url: str) -> tuple[str, str] | None:
-    """The `user:password` of a URL, decoded, or None when it has none."""
-    scheme, sep, rest = url.partition("://")
-    authority = rest.split("/", 1)[0]
-    if not sep or "@" not in authority:
-        return None
-    user, _, password = authority.rsplit("@", 1)[0].partition(":")
-    return urllib.parse.unquote(user), urllib.parse.unquote(password)
-
-
-def _secret_patterns(secrets: Iterable[str]) -> tuple[re.Pattern[str], ...]:
-    """A pattern per secret matching it raw or with any of its characters escaped: JSON
-    (`\\u002d`, `\\/`, doubly escaped too), URL (`%2D`, `%252D`, `+`) or HTML (`&#45;`,
-    `&#x2d;`), hex in either case. Secrets shorter than 4 characters are not redacted: they
-    would match ordinary words."""
-    patterns = []
-    for secret in dict.fromkeys(s for s in secrets if s and len(s) >= 4):
-        patterns.append(re.compile("".join(_any_form(c) for c in secret)))
-    return tuple(sorted(patterns, key=lambda p: -len(p.pattern)))
-
-
-def _any_form(char: str) -> str:
-    def hexes(value: int, width: int) -> str:
-        return "".join(f"[{d.lower()}{d.upper()}]" for d in f"{value:0{width}x}")
-
-    forms = [re.escape(char), r"\\+u" + hexes(ord(char), 4) if ord(char) < 0x10000 else ""]
-    forms.append("".join("%(?:25)*" + hexes(byte, 2) for byte in char.encode()))
-    forms.append(f"&#0*{ord(char)};")
-    forms.append(f"&#[xX]0*{hexes(ord(char), 1)};")
-    if char == "/":
-        forms.append(r"\\+/")
-    if char == " ":
-        forms.append(r"\+")
-    return "(?:" + "|".join(f for f in forms if f) + ")"
-
-
-def _redact(text: str, patterns: Iterable[re.Pattern[str]]) -> str:
-    for pattern in patterns:
-        text = pattern.sub("[redacted]", text)
-    return text
-
-
-class _RedactSecrets(logging.Filter):
-    """Redacts the secrets of every gateway built in this process from the log records of
-    the HTTP libraries it uses (a server may echo a key in a header httpcore logs)."""
-
-    LOGGERS: tuple[str, ...] = ("httpx", "httpcore.connection", "httpcore.http11", "httpcore.http2")
-    LOGGERS += ("httpcore.proxy", "httpcore.socks")
-    _installed: _RedactSecrets | None = None
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.patterns: tuple[re.Pattern[str], ...] = ()
-
-    @classmethod
-    def install(cls, patterns: tuple[re.Pattern[str], ...]) -> None:
-        if not patterns:
-            return
-        if cls._installed is None:
-            cls._installed = cls()
-            for name in cls.LOGGERS:
-                logging.getLogger(name).addFilter(cls._installed)
-        known = cls._installed.patterns
-        cls._installed.patterns = known + tuple(p for p in patterns if p not in known)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = _redact(message, self.patterns)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-def _without_userinfo(url: str) -> str:
-    """The URL with any `user:password@` removed, fit to print."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = authority.rsplit("@", 1)[1]
-    return f"{scheme}://{authority}{slash}{path}"
 
 
 async def _until(deadline: float, items: AsyncIterator[str]) -> AsyncIterator[str]:
