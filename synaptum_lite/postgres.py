@@ -1,5 +1,5 @@
-"""The PostgreSQL checkpointer: one database for many workers on many machines. The only
-module that writes SQL for PostgreSQL.
+"""The PostgreSQL checkpointer: one database for many workers on many machines. It owns the
+connections and the run locks; the tables and statements it runs are in `postgres_schema.py`.
 
 Needs the `postgres` extra (`pip install 'synaptum-lite[postgres]'`), which brings psycopg 3;
 importing this module does not import psycopg, so `import synaptum_lite` stays standard
@@ -24,58 +24,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import (
-    ConfigurationError,
-    NotAJournal,
-    StoreFull,
-    StoreUnavailable,
-    UnsupportedFormat,
-)
+from .errors import ConfigurationError, StoreFull, StoreUnavailable
 from .events import Record, Step
-from .journal import (
-    FORMAT_VERSION,
-    Encoded,
-    RunState,
-    check_run_id,
-    encode_events,
-    encode_header,
-    holding,
-    is_final,
-    never_started,
-    run_state,
-)
+from .journal import RunState, check_run_id, encode_events, encode_header, holding, run_state
+from .postgres_schema import SCHEMA_NAME, append, prepare, statements
 
 T = TypeVar("T")
 
-# The schema says what it is: its `meta` table names the application and the format. A run's
-# events are keyed by (run, seq), so its journal is read in order from the primary key, and
-# `runs.final_seq` finds the final event with one lookup. The unique event key makes
-# appending an already journaled event a no-op. `data` is the event's JSON as text, exactly
-# as encoded, so a record read back is the record written.
-APPLICATION = "synaptum_lite"
-_SCHEMA = (
-    "CREATE SCHEMA IF NOT EXISTS {schema}",
-    "CREATE TABLE {schema}.meta (application text NOT NULL, format integer NOT NULL)",
-    """CREATE TABLE {schema}.runs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    run_id text NOT NULL UNIQUE,
-    header text NOT NULL,
-    next_seq integer NOT NULL DEFAULT 0,
-    final_seq integer
-)""",
-    """CREATE TABLE {schema}.events (
-    run bigint NOT NULL REFERENCES {schema}.runs (id),
-    seq integer NOT NULL,
-    step_id text NOT NULL,
-    phase text NOT NULL,
-    attempt integer NOT NULL,
-    data text NOT NULL,
-    PRIMARY KEY (run, seq),
-    UNIQUE (run, step_id, phase, attempt)
-)""",
-)
-_CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _IDLE_LOCK_CONNECTIONS = 4  # kept open after a run is released, for the next hold
 
 
@@ -121,7 +76,7 @@ class PostgresCheckpointer:
                 "postgresql://user:password@host:5432/dbname, "
                 f"got {url if not isinstance(url, str) else _without_password(url, psycopg)!r}"
             )
-        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
             raise ConfigurationError(
                 "schema must be a lowercase SQL name (letters, digits and _, at most 63), "
                 f"got {schema!r}"
@@ -143,7 +98,7 @@ class PostgresCheckpointer:
         self._store = (
             f"{params.get('host', '')}:{params.get('port', '')}/{params.get('dbname', '')}/{schema}"
         )
-        self._sql = {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
+        self._sql = statements(schema)
         self._prepared = False
         self._shared: dict[asyncio.AbstractEventLoop, _Link] = {}  # one per event loop
         self._idle: list[_Link] = []
@@ -171,7 +126,7 @@ class PostgresCheckpointer:
 
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
         encoded = encode_events(run_id, events)
-        return await self._on(run_id, lambda c: self._append(c, run_id, encoded))
+        return await self._on(run_id, lambda c: append(c, self._sql, run_id, encoded))
 
     async def records(self, run_id: str) -> list[Record]:
         check_run_id(run_id)
@@ -230,7 +185,7 @@ class PostgresCheckpointer:
 
     async def _lock_on(self, link: _Link, lock_key: int) -> _Link | None:
         try:
-            cursor = await link.connection.execute("SELECT pg_try_advisory_lock(%s)", (lock_key,))
+            cursor = await link.connection.execute(self._sql["try_lock"], (lock_key,))
             (locked,) = await cursor.fetchone()
         except BaseException as exc:
             self._drop(link)
@@ -243,7 +198,7 @@ class PostgresCheckpointer:
 
     async def _unlock(self, link: _Link, lock_key: int) -> None:
         try:
-            cursor = await link.connection.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
+            cursor = await link.connection.execute(self._sql["unlock"], (lock_key,))
             (unlocked,) = await cursor.fetchone()
         except BaseException as exc:
             self._drop(link)  # the session ends, and its lock with it
@@ -341,7 +296,7 @@ class PostgresCheckpointer:
         self._links.add(link)
         if not self._prepared:
             try:
-                await self._prepare(connection)
+                await prepare(connection, self.schema, self.location)
             except BaseException as exc:
                 self._drop(link)
                 if self._lost(exc):
@@ -349,38 +304,6 @@ class PostgresCheckpointer:
                 raise
             self._prepared = True
         return link
-
-    async def _prepare(self, connection: Any) -> None:
-        """Check the schema is a journal this version reads; create it when it is absent."""
-        async with connection.transaction():
-            await connection.execute(
-                "SELECT pg_advisory_xact_lock(%s)", (_CREATING,)
-            )  # one creator
-            cursor = await connection.execute(_TABLES, (self.schema,))
-            tables = sorted(name for (name,) in await cursor.fetchall())
-            if "meta" in tables:
-                cursor = await connection.execute(
-                    f'SELECT application, format FROM "{self.schema}".meta'
-                )
-                row = await cursor.fetchone()
-                if row is None or row[0] != APPLICATION:
-                    raise NotAJournal(
-                        self.location, f"its meta table names {row[0] if row else 'no application'}"
-                    )
-                if row[1] > FORMAT_VERSION:
-                    raise UnsupportedFormat(self.location, row[1], FORMAT_VERSION)
-                return
-            if tables:
-                raise NotAJournal(
-                    self.location,
-                    f"schema {self.schema} holds other tables: {', '.join(tables)}; "
-                    "give the checkpointer another schema=",
-                )
-            for statement in _SCHEMA:
-                await connection.execute(statement.format(schema=f'"{self.schema}"'))
-            await connection.execute(
-                f'INSERT INTO "{self.schema}".meta VALUES (%s, %s)', (APPLICATION, FORMAT_VERSION)
-            )
 
     def _lost(self, exc: BaseException) -> bool:
         """Whether `exc` means the connection is gone (as opposed to a mistake in a query)."""
@@ -394,46 +317,6 @@ class PostgresCheckpointer:
     async def _fetchone(self, connection: Any, name: str, params: tuple[Any, ...]) -> Any:
         cursor = await connection.execute(self._sql[name], params)
         return await cursor.fetchone()
-
-    async def _append(self, connection: Any, run_id: str, encoded: list[Encoded]) -> int:
-        # The run's row is locked for the transaction: concurrent appenders, in this process
-        # or in another, take positions one after the other, never the same one twice.
-        async with connection.transaction():
-            row = await self._fetchone(connection, "lock_run", (run_id,))
-            if row is None:
-                raise never_started(run_id)
-            run, seq = row
-            final_seq = None
-            for step_id, phase, attempt, data in encoded:
-                cursor = await connection.execute(
-                    self._sql["insert"], (run, seq, step_id, phase, attempt, data)
-                )
-                if cursor.rowcount:
-                    if is_final(step_id):
-                        final_seq = seq
-                    seq += 1
-            if seq != row[1]:
-                await connection.execute(self._sql["advance"], (seq, final_seq, run))
-        return int(seq)
-
-
-_STATEMENTS = {
-    "load": """SELECT r.header, r.next_seq, e.seq, e.step_id, e.phase, e.attempt, e.data
-FROM {schema}.runs r LEFT JOIN {schema}.events e ON e.run = r.id AND e.seq = r.final_seq
-WHERE r.run_id = %s""",
-    "start": """INSERT INTO {schema}.runs (run_id, header) VALUES (%s, %s)
-ON CONFLICT (run_id) DO NOTHING""",
-    "lock_run": "SELECT id, next_seq FROM {schema}.runs WHERE run_id = %s FOR UPDATE",
-    # only the event key may conflict: a clash of (run, seq) is an error, never skipped
-    "insert": """INSERT INTO {schema}.events (run, seq, step_id, phase, attempt, data)
-VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run, step_id, phase, attempt) DO NOTHING""",
-    "advance": """UPDATE {schema}.runs SET next_seq = %s, final_seq = coalesce(%s, final_seq)
-WHERE id = %s""",
-    "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
-FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
-}
-_TABLES = """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
 
 
 _DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
