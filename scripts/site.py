@@ -10,6 +10,7 @@ block from the HTML, as a browser would show it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -205,11 +206,29 @@ def broken_links(site_dir: Path) -> list[str]:
 HOME_LABEL = "Inicio"
 
 
-def nav_titles(config_path: Path = MKDOCS_CONFIG, docs: Path | None = None) -> list[str]:
-    """Nav entries whose label is not the title of their page, which is its one home.
+def spelled(label: str) -> str:
+    """A label as a file name: accents dropped, lower case, every run of other characters one
+    underscore (`06 · kill -9` → `06_kill_9`, `11 · Límites` → `11_limites`)."""
+    import unicodedata
 
-    A notebook's entry carries no label (the page title is the notebook's first heading); a
-    Markdown page's label is its first `# ` heading, except the home page's, `HOME_LABEL`.
+    bare = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "_", bare.lower()).strip("_")
+
+
+def label_for(notebook: str) -> str:
+    """The label a notebook's entry may carry, without its accents (`03 · Aprobacion`)."""
+    stem = Path(notebook).stem
+    return f"{stem[:2]} · {stem[3:].replace('_', ' ').capitalize()}"
+
+
+def nav_titles(config_path: Path = MKDOCS_CONFIG, docs: Path | None = None) -> list[str]:
+    """Nav entries whose label does not name their page.
+
+    A Markdown page's label is its first `# ` heading (the home page's is `HOME_LABEL`). A
+    notebook's label is short, and it is its file name spelled for a reader: `02 · Durabilidad`
+    for `02_durabilidad.ipynb`, accents and capitals free (`spelled`). So it names the page it
+    points at and claims nothing; the claim is the notebook's title, its first heading, which
+    the page shows whole (the docs hook hands it to the theme as the page's `meta.title`).
     """
     import yaml
 
@@ -220,7 +239,14 @@ def nav_titles(config_path: Path = MKDOCS_CONFIG, docs: Path | None = None) -> l
     def walk(entry: Any) -> None:
         if isinstance(entry, list):
             for item in entry:
-                walk(item)
+                if isinstance(item, str) and item.endswith(".ipynb"):
+                    wrong.append(
+                        f"the nav gives {item} no label, so it shows the notebook's whole title "
+                        f'(2-4 lines); write `- "{label_for(item)}": {item}` (its file name '
+                        "spelled for a reader; accents welcome)"
+                    )
+                else:
+                    walk(item)
         elif isinstance(entry, dict):
             for label, value in entry.items():
                 if isinstance(value, str):
@@ -230,10 +256,12 @@ def nav_titles(config_path: Path = MKDOCS_CONFIG, docs: Path | None = None) -> l
 
     def check(label: str, target: str) -> None:
         if target.endswith(".ipynb"):
-            wrong.append(
-                f"the nav labels {target} {label!r}; a notebook's entry has no label: its "
-                "title is the notebook's first heading"
-            )
+            if spelled(label) != Path(target).stem:
+                wrong.append(
+                    f"the nav labels {target} {label!r}; a notebook's label is its file name "
+                    f"spelled for a reader, {label_for(target)!r} (accents welcome), so it "
+                    "names the page and claims nothing"
+                )
             return
         page = docs / target
         if not page.exists():

@@ -9,12 +9,19 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
 - `on_files` also publishes each notebook's helper module, `_nombre_NN.py` (the child process
   of notebook NN), beside that notebook's page, so the notebook's link `_nombre_NN.py` works
   on the site as it does in JupyterLab.
-- `on_page_content` writes the *Lo que imprime* block of a notebook page verbatim, and titles
-  the page with its notebook's first heading, code spans kept as text. The
+- `on_page_content` writes the *Lo que imprime* block of a notebook page verbatim. The
   notebook renderer highlights fenced code with Pygments, which strips leading and trailing
   blank lines, and an expected output can start with one (every header does). The block's
   text, not a highlighter's idea of it, is what the page must show; tests/docs checks the
   built HTML against it.
+- `on_page_content` gives the page its title: the notebook's first heading, code spans kept as
+  text, as `page.meta["title"]`, which the theme puts in the browser's title bar and on the
+  page's first search result. The nav keeps its short label (`mkdocs.yml`: mkdocs-jupyter's
+  `ignore_h1_titles`, and the label set `page.title`); an entry without one shows this title.
+- `on_page_content` also keeps code out of the search index: Material's search skips an
+  element marked `data-search-exclude`, and the hook marks each code cell (its source, the
+  copy button's hidden "Copied!", and the hidden copy of the source the button copies) and
+  each heading's "¶" link. The page's prose and its *Lo que imprime* block stay searchable.
 - `on_page_content` also mends the notebook page's table of contents: mkdocs-jupyter builds it
   from the Markdown with code spans left out, so a heading with one (`mismo run_id`) got an
   entry whose anchor the page does not have; each entry takes the id of its heading.
@@ -114,7 +121,7 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
         raise PluginError(f"{source}: {error}") from None
     title = title_of(notebook)
     if title:  # mkdocs-jupyter's title drops code spans ("lo para , y"); keep their text
-        page.title = title.replace("`", "")
+        page.meta["title"] = title.replace("`", "")
     verbatim = f'<pre><code class="language-text">{html.escape(text, quote=False)}</code></pre>'
     content, found = _BLOCK_AFTER_HEADING.subn(
         lambda match: match.group(1) + verbatim, content, count=1
@@ -122,7 +129,25 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
     if not found:
         raise PluginError(f"{source}: the rendered page has no block under '{EXPECTED_HEADING}'")
     _mend_toc(page, content)
-    return _share_large_styles(content, page)
+    return _share_large_styles(_out_of_search(content), page)
+
+
+#: The opening tags Material's search must skip, in a code cell: the copy button (its hidden
+#: "Copied!"), the highlighted source, the hidden copy the button copies; and a heading's "¶".
+#: Each is marked itself, not the cell around them: Material's search parser tells elements
+#: apart by tag name only, so an excluded <div> stops being skipped at the first </div> inside it.
+_NOT_SEARCHED = re.compile(
+    r"<(clipboard-copy\b"
+    r'|(?<=<div class="highlight-ipynb hl-python"><)pre\b'
+    r'|div class="clipboard-copy-txt"'
+    r'|a class="anchor-link")'
+)
+
+
+def _out_of_search(content: str) -> str:
+    """Mark code cells' source and heading permalinks `data-search-exclude` (see the module's
+    doc)."""
+    return _NOT_SEARCHED.sub(r"<\1 data-search-exclude", content)
 
 
 _HEADING_WITH_ID = re.compile(r'<h[1-6] id="([^"]+)">(.*?)<a class="anchor-link"', re.S)

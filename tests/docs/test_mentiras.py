@@ -305,18 +305,41 @@ def test_mentira_12_conceptos_draws_the_second_run_paying_the_tool_again() -> No
     )
 
 
-def test_mentira_16_a_nav_label_that_is_not_the_page_title(tmp_path: Path) -> None:
+NAV_ENTRY_02 = '      - "02 · Durabilidad": propiedades/02_durabilidad.ipynb\n'
+
+
+def nav_with(tmp_path: Path, entry: str) -> Path:
+    """A copy of mkdocs.yml whose nav entry for 02 is `entry`."""
     config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
-    entry = "      - propiedades/02_durabilidad.ipynb\n"
-    assert entry in config
+    assert NAV_ENTRY_02 in config
     lied = tmp_path / "mkdocs.yml"
-    lied.write_text(
-        config.replace(entry, '      - "02 · Reanudar gratis": propiedades/02_durabilidad.ipynb\n'),
-        encoding="utf-8",
-    )
+    lied.write_text(config.replace(NAV_ENTRY_02, entry), encoding="utf-8")
+    return lied
+
+
+def test_mentira_16_a_nav_label_that_is_not_the_page_title(tmp_path: Path) -> None:
+    lied = nav_with(tmp_path, '      - "02 · Reanudar gratis": propiedades/02_durabilidad.ipynb\n')
     assert first_line(nav_titles(lied, DOCS)) == (
         "the nav labels propiedades/02_durabilidad.ipynb '02 · Reanudar gratis'; a notebook's "
-        "entry has no label: its title is the notebook's first heading"
+        "label is its file name spelled for a reader, '02 · Durabilidad' (accents welcome), so "
+        "it names the page and claims nothing"
+    )
+
+
+def test_mentira_16_a_short_label_that_points_at_another_page(tmp_path: Path) -> None:
+    lied = nav_with(tmp_path, '      - "03 · Aprobación": propiedades/02_durabilidad.ipynb\n')
+    assert first_line(nav_titles(lied, DOCS)).startswith(
+        "the nav labels propiedades/02_durabilidad.ipynb '03 · Aprobación'; a notebook's label "
+        "is its file name spelled for a reader, '02 · Durabilidad'"
+    )
+
+
+def test_a_notebook_entry_without_a_label_is_asked_for_one(tmp_path: Path) -> None:
+    lied = nav_with(tmp_path, "      - propiedades/02_durabilidad.ipynb\n")
+    assert first_line(nav_titles(lied, DOCS)) == (
+        "the nav gives propiedades/02_durabilidad.ipynb no label, so it shows the notebook's "
+        'whole title (2-4 lines); write `- "02 · Durabilidad": propiedades/02_durabilidad.ipynb` '
+        "(its file name spelled for a reader; accents welcome)"
     )
 
 

@@ -179,6 +179,6 @@ def test_every_internal_link_of_the_built_site_resolves(docs_check) -> None:
         pytest.fail(f"{len(broken)} broken link(s):\n" + "\n".join(broken), pytrace=False)
 
 
-def test_a_nav_label_is_the_title_of_its_page() -> None:
+def test_a_nav_label_names_its_page_a_notebook_by_its_file_a_page_by_its_title() -> None:
     wrong = nav_titles()
     assert wrong == [], "\n".join(wrong)
