@@ -246,3 +246,11 @@ def valida_si_o_no(nombre: str, valor: object) -> None:
     """`valor` es `True` o `False` (con papermill, `-p nombre False`); ni 0, ni 1, ni "no"."""
     if not isinstance(valor, bool):
         raise ParametroInvalido(nombre, valor, "True o False")
+
+
+def valida_opcion(nombre: str, valor: object, opciones: Sequence[object]) -> None:
+    """`valor` es uno de `opciones` (`None` incluido, si está)."""
+    if not any(valor is o or (type(valor) is type(o) and valor == o) for o in opciones):
+        nombres = [repr(o) for o in opciones]
+        admite = f"{', '.join(nombres[:-1])} o {nombres[-1]}" if len(nombres) > 1 else nombres[0]
+        raise ParametroInvalido(nombre, valor, admite)

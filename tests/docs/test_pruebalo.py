@@ -1,12 +1,14 @@
 """Pruébalo: every experiment a notebook proposes, run the way its page says, and its promise
 checked.
 
-Each property notebook ends with two cells: *Pruébalo* (Markdown, id `pruebalo`), one to three
+Each property notebook ends with *Pruébalo* (Markdown, id `pruebalo`): one to three
 experiments a learner can do, each a list item that names the change (a value of the
 `parameters` cell, or one line of a named cell) and what the learner will then see, with a
-claim id; and `comprobar-pruebalo` (code), whose `comun.afirma` checks each promise for
-whatever value the notebook was given. The docs check runs it with the notebook as it is (the
-promise's other side); this file runs each experiment:
+claim id. After it come only code cells: any the experiments need (14 starts a process that
+dies there), and last `comprobar-pruebalo`, whose `comun.afirma` checks each promise for
+whatever value the notebook was given. The docs check runs it with the notebook as it is
+(where a promise has another side, that side; where the experiment is off, nothing to
+measure); this file runs each experiment:
 
 - the notebook with that change, through papermill in the notebook's folder (as
   `test_parametros.py` does; a changed line is written into a copy first), with the variable
@@ -68,10 +70,8 @@ SIN_PRUEBALO_TODAVIA = {
     "11",
     "12",
     "13",
-    "14",
     "15",
     "16",
-    "17",
 }
 
 
@@ -105,6 +105,39 @@ EXPERIMENTOS = [
             "transferencias ×0",
             "No he transferido nada: denied by marta: el cliente no la reconoce.",
             "preguntas ×0",
+        ),
+    ),
+    Experimento(
+        "14.pruebalo-dentro",
+        parametros={"muere_en": "dentro"},
+        se_ve=(
+            "muere con SIGKILL",
+            "000001-delegate intentado",
+            "000001-tool intentado · completado",
+            "modelo ×2 (padre 1 · hijo 1) · buscar_vuelos ×0",
+            "lo mismo que sin morir",
+        ),
+    ),
+    Experimento(
+        "14.pruebalo-despues",
+        parametros={"muere_en": "despues"},
+        se_ve=(
+            "000001-delegate intentado · completado",
+            "del subrun: 7 eventos",
+            "modelo ×1 (padre 1 · hijo 0) · buscar_vuelos ×0",
+        ),
+    ),
+    Experimento(
+        "14.pruebalo-antes",
+        parametros={"muere_en": "antes"},
+        se_ve=("sin eventos", "modelo ×3 (padre 1 · hijo 2) · buscar_vuelos ×1"),
+    ),
+    Experimento(
+        "17.pruebalo-idempotente",
+        parametros={"muere_dentro": "asignar"},
+        se_ve=(
+            "asignar es idempotente, según el servidor: se llama otra vez, sin preguntar a nadie",
+            "asignar ×2",
         ),
     ),
     Experimento(
@@ -282,9 +315,16 @@ def skip_if_still_to_be_written(path: Path) -> None:
 
 @pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
 def test_a_notebook_ends_with_pruebalo_and_the_cell_that_checks_it(path: Path) -> None:
-    ids = [c.get("id") for c in read(path)["cells"]]
     skip_if_still_to_be_written(path)
-    assert ids[-2:] == [PRUEBALO_CELL, CHECK_CELL], f"{path.name} ends with {ids[-2:]}"
+    notebook_cells = read(path)["cells"]
+    ids = [c.get("id") for c in notebook_cells]
+    after = notebook_cells[ids.index(PRUEBALO_CELL) + 1 :]
+    assert after and after[-1].get("id") == CHECK_CELL, (
+        f"{path.name} does not end with {CHECK_CELL}"
+    )
+    assert all(c["cell_type"] == "code" for c in after), (
+        f"{path.name}: after its Pruébalo come only the cells that run and check the experiments"
+    )
     heading = source_of(cell(read(path), PRUEBALO_CELL)).splitlines()[0]
     assert heading == "## Pruébalo", f"{path.name}: the Pruébalo cell starts with {heading!r}"
 
@@ -325,3 +365,16 @@ def test_a_yes_or_no_parameter_refuses_what_is_not_true_or_false(comun, value) -
         comun.valida_si_o_no("concede", value)
     assert str(raised.value).startswith(f"concede = {value!r} no vale en este cuaderno: admite ")
     assert "True o False" in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["fuera", "Dentro", 1, False])
+def test_a_choice_parameter_refuses_what_is_not_one_of_its_choices(comun, value) -> None:
+    choices = [None, "antes", "dentro", "despues"]
+    for choice in choices:
+        comun.valida_opcion("muere_en", choice, choices)
+    with pytest.raises(comun.ParametroInvalido) as raised:
+        comun.valida_opcion("muere_en", value, choices)
+    assert str(raised.value).startswith(
+        f"muere_en = {value!r} no vale en este cuaderno: admite None, 'antes', 'dentro' o "
+        "'despues'."
+    )
