@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -43,24 +44,32 @@ def single_process_platform(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make this process take the SQLite run lock as under Pyodide (`sys.platform` is
     "emscripten" there), and record every OS lock call: the list it returns must stay empty.
 
-    Only the platform test is forced; the rest of the process stays Linux, where `fcntl`
-    really locks, so a lock attempted by mistake would show in the list, and would work."""
-    import fcntl
-
+    Only the platform test is forced; the rest of the process keeps its own OS, where `fcntl`
+    (or `msvcrt` on Windows) really locks, so a lock attempted by mistake would show in the
+    list, and would work."""
     from synaptum_lite import runlock
 
     attempted: list[str] = []
 
-    def recorded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    def recorded(module: Any, name: str) -> None:
+        real = getattr(module, name)
+
         def call(*args: Any) -> Any:
             attempted.append(name)
             return real(*args)
 
-        return call
+        monkeypatch.setattr(module, name, call)
 
     monkeypatch.setattr(runlock, "_lock_kind", lambda: "process")
-    monkeypatch.setattr(fcntl, "fcntl", recorded("fcntl", fcntl.fcntl))
-    monkeypatch.setattr(fcntl, "flock", recorded("flock", fcntl.flock))
+    if sys.platform == "win32":
+        import msvcrt
+
+        recorded(msvcrt, "locking")
+    else:
+        import fcntl
+
+        recorded(fcntl, "fcntl")
+        recorded(fcntl, "flock")
     return attempted
 
 
