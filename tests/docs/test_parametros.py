@@ -111,6 +111,9 @@ CASES = [
     Case("18", {"cuantos": 3, "muere_en": 4}, refused="muere_en", note="not one of the runs"),
     Case("18", {"cuantos": 1}, refused="cuantos", note="one run is not side by side"),
     Case("18", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("muerto/",)),
+    Case("19", {"carpeta": NEW_FOLDER, "run_id": "remoto-2"}),
+    Case("19", {"muere": "dentro"}, refused="muere", note="not one of the two kill points"),
+    Case("19", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
 ]
 
 
