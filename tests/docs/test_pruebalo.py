@@ -65,9 +65,6 @@ SIN_PRUEBALO_TODAVIA = {
     "06",
     "07",
     "08",
-    "09",
-    "10",
-    "11",
     "12",
     "13",
     "15",
@@ -105,6 +102,31 @@ EXPERIMENTOS = [
             "transferencias ×0",
             "No he transferido nada: denied by marta: el cliente no la reconoce.",
             "preguntas ×0",
+        ),
+    ),
+    Experimento(
+        "09.pruebalo-tope-cero",
+        parametros={"tope": 0},
+        se_ve=(
+            "0 y la nota del runtime: [… 1679 characters omitted]",
+            "los mismos bytes: sí",
+        ),
+    ),
+    Experimento(
+        "10.pruebalo-retry-after",
+        parametros={"retry_after": 12.5},
+        se_ve=(
+            "12,5 s (lo que pidió Retry-After)",
+            "1,0 s (backoff tras el 2º intento: 0,5 · 2¹)",
+        ),
+    ),
+    Experimento(
+        "11.pruebalo-bajar",
+        parametros={"mas_pasos": 2},
+        se_ve=(
+            "con max_steps 2",
+            "StepLimitExceeded en 000005-tool",
+            "modelo ×0 · herramienta ×0: los turnos nuevos",
         ),
     ),
     Experimento(
