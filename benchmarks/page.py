@@ -443,24 +443,69 @@ def _imports(results: dict[str, Any]) -> str:
 # ── the plots ────────────────────────────────────────────────────────────────────────────────
 
 
+#: Colours the plots draw with, as CSS: the site's own variables (Material's, light or dark as
+#: the reader chose), with a fallback for the file opened on its own. matplotlib draws with the
+#: placeholder colours on the left; the SVG is then rewritten to say `var(...)` instead, and its
+#: <style> sets the contenders' colours for each scheme. So the plots are drawn on the page's
+#: own background, in its text colour, and follow the light/dark switch (they are included in
+#: the page inline, not as <img>, which could not see the page's variables).
+_INK = {
+    "#010101": "var(--md-default-fg-color, #222)",  # text, axes, ticks
+    "#020202": "var(--md-default-fg-color--light, #888)",  # grid
+    "#030303": "var(--md-default-bg-color, #fff)",  # the legend's box
+}
+#: Each contender's colour (ORDER), light scheme then dark: on white 3.4-5.7:1, on Material's
+#: slate 6.3-9.2:1, so every line stands out 3:1 or more (tests/site/test_plots.py measures it).
+_LINES = (
+    ("#1f77b4", "#60a5fa"),  # blue
+    ("#7c3aed", "#c4b5fd"),  # violet
+    ("#2ca02c", "#4ade80"),  # green
+    ("#c2410c", "#fb923c"),  # orange
+)
+
+
 def _plot(runs: dict[str, Any], metric: str, path: Path) -> None:
     """A log-log plot of `metric` against N, one line per contender; the SVG is the same for
-    the same figures (no date, fixed ids)."""
+    the same figures (no date, fixed ids), and its colours are the page's (`_INK`)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    ink, grid, box = list(_INK)  # the placeholders, in the order above
     matplotlib.rcParams.update(
-        {"svg.hashsalt": "synaptum-lite", "svg.fonttype": "none", "font.size": 10}
+        {
+            "svg.hashsalt": "synaptum-lite",
+            "svg.fonttype": "none",
+            "font.size": 10,
+            "text.color": ink,
+            "axes.labelcolor": ink,
+            "axes.edgecolor": ink,
+            "xtick.color": ink,
+            "ytick.color": ink,
+            "grid.color": grid,
+            "legend.facecolor": box,
+            "legend.edgecolor": grid,
+            "legend.framealpha": 1.0,
+        }
     )
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
-    for key, marker in zip(ORDER, "oDs^", strict=True):
+    figure.patch.set_visible(False)  # no background of its own: the page's shows through
+    axes.patch.set_visible(False)
+    for number, (key, marker) in enumerate(zip(ORDER, "oDs^", strict=True)):
         if key not in runs:
             continue
         rows = runs[key]["rows"]
         values = [row[metric] / (1e6 if metric == "bytes" else 1) for row in rows]
-        axes.plot([row["n"] for row in rows], values, marker=marker, label=runs[key]["label"])
+        axes.plot(
+            [row["n"] for row in rows],
+            values,
+            marker=marker,
+            label=runs[key]["label"],
+            color=f"#0a0a0{number}",  # a placeholder: `_css` gives each contender its colours
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     sizes = sorted({row["n"] for value in runs.values() for row in value["rows"]})
@@ -472,12 +517,56 @@ def _plot(runs: dict[str, Any], metric: str, path: Path) -> None:
     axes.minorticks_off()
     axes.set_xlabel("N (turnos del run)")
     axes.set_ylabel("MB guardados" if metric == "bytes" else "ms de CPU por paso")
-    axes.set_title("Almacenamiento frente a N" if metric == "bytes" else "CPU por paso frente a N")
+    title = "Almacenamiento frente a N" if metric == "bytes" else "CPU por paso frente a N"
+    axes.set_title(title)
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path, format="svg", metadata={"Date": None})
+    drawn = io.StringIO()
+    figure.savefig(drawn, format="svg", metadata={"Date": None})
     plt.close(figure)
+    path.write_text(_css(drawn.getvalue(), path.stem, title), encoding="utf-8")
+
+
+def _css(svg: str, prefix: str, title: str) -> str:
+    """matplotlib's SVG made fit to include in a page: no XML prolog, doctype or metadata, every
+    id prefixed (two plots on one page share none), colours as CSS, a title for screen readers,
+    and no blank line (Markdown would end the HTML block there)."""
+    import re
+
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    ids = re.findall(r'\bid="([^"]+)"', svg)
+    for name in sorted(set(ids), key=len, reverse=True):
+        svg = re.sub(rf'(id="|#){re.escape(name)}\b', rf"\g<1>{prefix}-{name}", svg)
+    for placeholder, colour in _INK.items():
+        svg = svg.replace(placeholder, colour)
+    rules = [
+        f".{prefix} {{ width: 100%; max-width: 640px; height: auto; }}",
+        *(
+            f".{prefix} {{ --{prefix}-{n}: {light}; }} "
+            f'[data-md-color-scheme="slate"] .{prefix} {{ --{prefix}-{n}: {dark}; }}'
+            for n, (light, dark) in enumerate(_LINES)
+        ),
+    ]
+    for n, (light, _) in enumerate(_LINES):
+        svg = svg.replace(f"#0a0a0{n}", f"var(--{prefix}-{n}, {light})")
+    svg = re.sub(
+        r"<svg ([^>]*)>",
+        lambda m: (
+            f'<svg class="{prefix}" role="img" aria-labelledby="{prefix}-titulo" {m.group(1)}>\n'
+            f'<title id="{prefix}-titulo">{title}</title>'
+        ),
+        svg,
+        count=1,
+    )
+    svg = re.sub(
+        r'(<style type="text/css">)',
+        lambda m: m.group(1) + " ".join(rules) + " ",
+        svg,
+        count=1,
+    )
+    return "\n".join(line for line in svg.splitlines() if line.strip()) + "\n"
 
 
 def _log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
