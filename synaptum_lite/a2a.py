@@ -152,7 +152,7 @@ class RemoteAgent(Agent):
             raise RemoteProtocolError(
                 label, card_url, f"its card lacks {', '.join(missing)}, which A2A requires"
             )
-        self.url = _jsonrpc_url(label, card_url, card["supportedInterfaces"])
+        self.url, self.tenant = _jsonrpc_interface(label, card_url, card["supportedInterfaces"])
         skills = card.get("skills") or []
         self.card = {
             "name": str(card["name"]),
@@ -186,7 +186,12 @@ class RemoteAgent(Agent):
             "output": None,
             "max_tool_output": None,
             "delegates": {},
-            "remote": {"url": self.url, "card": self.card, "risk": self._risk.name.lower()},
+            "remote": {
+                "url": self.url,
+                "tenant": self.tenant,
+                "card": self.card,
+                "risk": self._risk.name.lower(),
+            },
         }
 
     @property
@@ -401,6 +406,8 @@ class _Rpc:
         """One JSON-RPC request; its `result` object, or a designed error."""
         httpx = _httpx()
         self.calls += 1
+        if self.agent.tenant is not None:
+            params = {"tenant": self.agent.tenant, **params}
         body = {"jsonrpc": "2.0", "id": self.calls, "method": method, "params": params}
         try:
             response = await self.http.post(
@@ -475,8 +482,9 @@ class _Rpc:
         )
 
 
-def _jsonrpc_url(label: str, card_url: str, interfaces: Any) -> str:
-    """The URL of the card's first JSON-RPC interface of A2A 1.x."""
+def _jsonrpc_interface(label: str, card_url: str, interfaces: Any) -> tuple[str, str | None]:
+    """The URL of the card's first JSON-RPC interface of A2A 1.x, and its tenant (which every
+    request to it must carry), if it declares one."""
     offered = []
     for interface in interfaces if isinstance(interfaces, list) else []:
         if not isinstance(interface, dict):
@@ -484,7 +492,8 @@ def _jsonrpc_url(label: str, card_url: str, interfaces: Any) -> str:
         binding, version = interface.get("protocolBinding"), str(interface.get("protocolVersion"))
         offered.append(f"{binding} {version}")
         if binding == "JSONRPC" and version.split(".")[0] == "1" and interface.get("url"):
-            return str(interface["url"])
+            tenant = interface.get("tenant")
+            return str(interface["url"]), str(tenant) if tenant else None
     raise RemoteProtocolError(
         label,
         card_url,

@@ -1,6 +1,6 @@
 """Un agente remoto de verdad: un servidor A2A (protocolo 1.0, JSON-RPC) en 127.0.0.1.
 
-    python _servidor_a2a.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|incompleta]
+    python _servidor_a2a.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|…]
 
 Lo usan el cuaderno 19 y sus tests. Es un proceso aparte, con su propia memoria: sirve su
 tarjeta en `/.well-known/agent-card.json` y atiende `SendMessage`, `GetTask` y `ListTasks`
@@ -12,7 +12,8 @@ Cuenta lo que recibe: `GET /contador` (fuera del protocolo) dice cuántos mensaj
 y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez».
 
 `--modo basura` contesta a todo JSON-RPC con HTML; `--modo incompleta`, con un resultado de
-`SendMessage` sin tarea ni mensaje. La tarjeta es la misma en los tres modos.
+`SendMessage` sin tarea ni mensaje; `--modo falla` acaba cada tarea en `TASK_STATE_FAILED`.
+La tarjeta es la misma en todos los modos.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 RESPUESTA = "Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
+FALLO = "No hay vuelos ese día."
 TERMINALES = {
     "TASK_STATE_COMPLETED",
     "TASK_STATE_FAILED",
@@ -61,6 +63,17 @@ class Estado:
             tarea["status"]["state"] == "TASK_STATE_WORKING"
             and time.monotonic() >= self.termina[id_]
         ):
+            if self.modo == "falla":
+                tarea["status"] = {
+                    "state": "TASK_STATE_FAILED",
+                    "message": {
+                        "messageId": f"{id_}/fallo",
+                        "role": "ROLE_AGENT",
+                        "parts": [{"text": FALLO}],
+                    },
+                    "timestamp": _ahora(),
+                }
+                return tarea
             tarea["status"] = {"state": "TASK_STATE_COMPLETED", "timestamp": _ahora()}
             tarea["artifacts"] = [{"artifactId": "recomendacion", "parts": [{"text": RESPUESTA}]}]
         return tarea
@@ -255,7 +268,9 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="_servidor_a2a.py")
     parser.add_argument("--puerto", type=int, default=0, help="0: uno libre")
     parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
-    parser.add_argument("--modo", choices=["normal", "basura", "incompleta"], default="normal")
+    parser.add_argument(
+        "--modo", choices=["normal", "basura", "incompleta", "falla"], default="normal"
+    )
     opciones = parser.parse_args(argv)
     servir(opciones.puerto, opciones.duracion, opciones.modo)
 

@@ -292,3 +292,46 @@ def test_a_card_without_a_jsonrpc_interface_of_a2a_1_is_refused_naming_what_it_o
         "remote agent 'Viejo' at http://127.0.0.1:1/card: its card offers no JSON-RPC "
         "interface of A2A 1.x (it offers: JSONRPC 0.3); this client speaks A2A 1.0 over JSON-RPC"
     )
+
+
+async def test_the_declared_risk_reaches_the_policy_which_can_stop_the_delegation_before_sending(
+    tmp_path, arranca
+):
+    from synaptum_lite import ApprovalStep, Verdict
+    from synaptum_lite.testing import ScriptedGateway
+
+    seen = []
+
+    def policy(proposal):
+        if proposal.kind == "delegate":
+            seen.append(proposal.risk)
+            if proposal.risk >= Risk.HARD_WRITE:
+                return Verdict.require_approval("a remote agent that writes")
+        return Verdict.allow()
+
+    server = arranca(duracion=0.1)
+    buscador = await remote_agent(server.url, risk=Risk.HARD_WRITE, name="buscador")
+    session = Session(
+        "aprobar",
+        ScriptedGateway([hijo.responder] * 4, policy=policy),
+        hijo.journal(tmp_path / "r.db"),
+    )
+    steps = [step async for step in hijo.agencia(buscador).run(hijo.TAREA, session=session)]
+    assert isinstance(steps[-1], ApprovalStep) and steps[-1].pending
+    assert seen == [Risk.HARD_WRITE]
+    assert server.mensajes() == []
+
+
+async def test_a_remote_task_that_fails_is_a_result_the_parent_model_reads_not_an_exception(
+    tmp_path, arranca
+):
+    server = arranca(duracion=0.1, modo="falla")
+    almacen = tmp_path / "runs.db"
+    final = await drive(almacen, "falla", server.url)
+    events = await load_events(hijo.journal(almacen), "falla")
+    delegation = next(e for e in events if e.kind == "delegate" and e.phase.value == "completed")
+    assert delegation.result.is_error
+    assert delegation.result.content.startswith("the sub-agent ended without an answer: the remote")
+    assert delegation.result.content.endswith("ended in TASK_STATE_FAILED: No hay vuelos ese día.")
+    assert final.output == f"Viaje listo. {delegation.result.content}"
+    assert sent_by(server, "falla") == 1
