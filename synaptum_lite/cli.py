@@ -78,7 +78,8 @@ def _cut(text: str, width: int) -> str:
 
 
 async def command_runs(args: argparse.Namespace, store: Store, width: int) -> None:
-    views = [await read_run(store, run_id) for run_id in await run_ids(store)]
+    open_only = args.state not in (None, "closed")  # every other state is a run not closed
+    views = [await read_run(store, r) for r in await run_ids(store, open_only=open_only)]
     wanted = {"waiting": ("approval", "uncertain")}.get(args.state, (args.state,))
     views = [v for v in views if args.state is None or v.state in wanted]
     if args.json:
