@@ -1,5 +1,6 @@
 """Lo que comparten los cuadernos: la cabecera que imprimen, el modelo con el que hablan,
-las afirmaciones que comprueban, los parámetros que aceptan y cómo se imprime una fase.
+las afirmaciones que comprueban, los parámetros que aceptan, cómo se mata un proceso y cómo se
+imprime una fase.
 
 Sin nada en el entorno, cada cuaderno corre sobre el doble de pruebas de
 `synaptum_lite.testing`: respuestas guionizadas, sin red y sin clave; todo lo demás es real.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,24 @@ def afirma(id_: str, cierto: bool, mensaje: str) -> None:
     if carpeta:
         with open(os.path.join(carpeta, f"{os.getpid()}.txt"), "a", encoding="utf-8") as f:
             f.write(id_ + "\n")
+
+
+# ── Matar un proceso sin avisarle ──────────────────────────────────────────────────────────
+
+#: Cómo matan los cuadernos un proceso: con `SIGKILL` en Linux y macOS, que no le deja correr
+#: ni un `finally`. Windows no tiene esa señal: allí `os.kill` con cualquier otro número llama a
+#: `TerminateProcess`, que tampoco deja correr nada, y ese número queda como código de salida.
+MUERTE = "SIGKILL" if hasattr(signal, "SIGKILL") else "TerminateProcess"
+_SENAL = getattr(signal, "SIGKILL", 9)
+
+#: El código de salida (`returncode`) de un proceso muerto con `mata`: la señal en negativo en
+#: Linux y macOS (-9), el número que le dio `TerminateProcess` en Windows (9).
+CODIGO_DE_MUERTE = -_SENAL if hasattr(signal, "SIGKILL") else _SENAL
+
+
+def mata(pid: int) -> None:
+    """Mata el proceso `pid` sin avisarle (`MUERTE`); `mata(os.getpid())`, a sí mismo."""
+    os.kill(pid, _SENAL)
 
 
 # ── Cómo se imprime una fase ──────────────────────────────────────────────────────────────

@@ -4,12 +4,12 @@
 
 Conduce el run `RUN_ID` del `cajero` sobre el journal `ALMACEN` (un fichero SQLite). En cuanto
 recibe el paso de herramienta completado, escribe en su salida una línea JSON con lo que contó
-(llamadas al modelo, ejecuciones de la herramienta) y se mata con SIGKILL: no corre ningún
-`finally`, no se cierra ninguna conexión. Lo que el journal tenga entonces es lo que queda.
+(llamadas al modelo, ejecuciones de la herramienta) y se mata sin avisar (`comun.mata`:
+SIGKILL; en Windows, TerminateProcess): no corre ningún `finally`, no se cierra ninguna
+conexión. Lo que el journal tenga entonces es lo que queda.
 
 El cuaderno importa de aquí el agente, su herramienta y el doble: la vuelta que reanuda tiene
-que ser el mismo agente, o el journal se negaría (`ConfigurationChanged`). Necesita señales
-POSIX (Linux, macOS).
+que ser el mismo agente, o el journal se negaría (`ConfigurationChanged`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,7 +25,7 @@ from synaptum_lite import Agent, Role, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import calls, says
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
-from comun import gateway, nombre_del_modelo
+from comun import gateway, mata, nombre_del_modelo
 
 TAREA = "¿Cuánto hay en ES91 2100 0418 45?"
 
@@ -77,7 +76,7 @@ async def primera_vuelta(almacen: Path, run_id: str) -> None:
         if paso.kind == "tool" and paso.phase.value == "completed":
             cuenta = {"modelo": puerta.model_calls, "herramienta": LLAMADAS["herramienta"]}
             print(json.dumps(cuenta), flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)  # el paso ya está en el journal
+            mata(os.getpid())  # el paso ya está en el journal
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""El proceso hijo del cuaderno 06: un cajero con tres herramientas, que se mata con SIGKILL.
+"""El proceso hijo del cuaderno 06: un cajero con tres herramientas, que se mata sin avisar.
 
     python _hijo_06.py ALMACEN RUN_ID EFECTOS [--muere-tras N | --muere-dentro HERRAMIENTA]
 
-Recorre el run `RUN_ID` del journal `ALMACEN` (un fichero SQLite). Con `--muere-tras N` se
-mata con SIGKILL en cuanto recibe el paso N del run; con `--muere-dentro HERRAMIENTA`, dentro
-de esa herramienta, después de su efecto y antes de que el paso se complete. Sin ninguna de
-las dos, acaba e imprime la respuesta.
+Recorre el run `RUN_ID` del journal `ALMACEN` (un fichero SQLite). Con `--muere-tras N` se mata
+(`comun.mata`: SIGKILL; en Windows, TerminateProcess) en cuanto recibe el paso N del run; con
+`--muere-dentro HERRAMIENTA`, dentro de esa herramienta, después de su efecto y antes de que el
+paso se complete. Sin ninguna de las dos, acaba e imprime la respuesta.
 
 Cada llamada al modelo y cada efecto se apuntan en `EFECTOS`, una línea JSON por vez, antes
 de seguir: el apunte sobrevive al kill y lo puede leer otro proceso. El cuaderno importa este
@@ -23,13 +23,15 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
 
 from synaptum_lite import Agent, FinalStep, Risk, Role, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import ScriptedGateway, calls, says
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
+from comun import mata
 
 #: Dónde se apunta cada llamada al modelo y cada efecto (None: en ningún sitio).
 EFECTOS: Path | None = None
@@ -48,7 +50,7 @@ def apuntar(que: str, argumentos: dict | None = None, resultado: str | None = No
         with EFECTOS.open("a", encoding="utf-8") as fichero:
             fichero.write(linea + "\n")  # al cerrarse, llega al sistema operativo
     if que == MUERE_DENTRO:
-        os.kill(os.getpid(), signal.SIGKILL)  # el efecto ya ocurrió; el paso no se completa
+        mata(os.getpid())  # el efecto ya ocurrió; el paso no se completa
 
 
 def leer_apuntes(efectos: Path) -> list[dict]:
@@ -128,7 +130,7 @@ async def recorrer(almacen: Path, run_id: str, muere_tras: int | None) -> None:
     async for paso in agente().run(TAREA, session=sesion):
         recibidos += 1
         if recibidos == muere_tras:
-            os.kill(os.getpid(), signal.SIGKILL)  # el paso ya está en el journal
+            mata(os.getpid())  # el paso ya está en el journal
         if isinstance(paso, FinalStep):
             print(paso.output)
 

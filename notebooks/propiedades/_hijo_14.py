@@ -1,9 +1,10 @@
-"""El padre del cuaderno 14 en otro proceso, que muere con SIGKILL durante su delegación.
+"""El padre del cuaderno 14 en otro proceso, que muere sin avisar durante su delegación.
 
     python _hijo_14.py ALMACEN RUN_ID EFECTOS {antes,dentro,despues}
 
 Recorre el run `RUN_ID` de la `agencia` sobre el journal `ALMACEN` (un fichero SQLite), que
-delega la búsqueda en el `investigador`, y se mata con SIGKILL en cuanto el journal guarda:
+delega la búsqueda en el `investigador`, y se mata sin avisar (`comun.mata`: SIGKILL; en
+Windows, TerminateProcess) en cuanto el journal guarda:
 
 - `antes`: el paso de delegación *intentado* del padre, antes de que el subrun empiece;
 - `dentro`: la búsqueda *completada* del subrun, con el hijo a medias (le falta su 2º turno);
@@ -12,8 +13,7 @@ delega la búsqueda en el `investigador`, y se mata con SIGKILL en cuanto el jou
 No corre ningún `finally` ni se cierra ninguna conexión: lo que el journal tenga entonces es
 lo que queda. Cada llamada al modelo (de quién es) y cada búsqueda se apuntan en `EFECTOS`,
 una línea JSON por vez, antes de seguir: el apunte sobrevive al kill y lo lee el cuaderno, que
-importa este módulo para reanudar el run con los mismos agentes y el mismo doble. Necesita
-señales POSIX (Linux, macOS).
+importa este módulo para reanudar el run con los mismos agentes y el mismo doble.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +28,9 @@ from typing import Annotated
 
 from synaptum_lite import Agent, Risk, Role, Session, SqliteCheckpointer, Step, tool
 from synaptum_lite.testing import ScriptedGateway, calls, says
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
+from comun import mata
 
 TAREA = "Organízame un viaje a Oporto el viernes; prefiero salir por la mañana."
 
@@ -116,7 +118,7 @@ class MuereAlGuardar(SqliteCheckpointer):
         if run_id == self.run and any(
             (e.kind, e.phase.value) == (self.kind, self.phase) for e in events
         ):
-            os.kill(os.getpid(), signal.SIGKILL)  # el evento ya está en el journal
+            mata(os.getpid())  # el evento ya está en el journal
         return next_seq
 
 

@@ -4,10 +4,11 @@
 
 Conduce los runs `RUN_ID…` a la vez, cada uno en su tarea de `asyncio`, todos sobre el mismo
 journal `ALMACEN` (un fichero SQLite). Cada run es un cajero que mira el saldo de un cliente,
-le transfiere un importe y contesta. Con `--muere-dentro RUN_ID`, el proceso entero se mata
-con SIGKILL dentro de la transferencia de ese run, con el efecto hecho y el paso sin
-completar, y con los demás runs a medias. Con `--muere-tras N`, en cuanto el conjunto de los
-runs ha recibido N eventos. Sin ninguna de las dos, acaba e imprime una respuesta por línea.
+le transfiere un importe y contesta. Con `--muere-dentro RUN_ID`, el proceso entero se mata sin
+avisar (`comun.mata`: SIGKILL; en Windows, TerminateProcess) dentro de la transferencia de ese
+run, con el efecto hecho y el paso sin completar, y con los demás runs a medias. Con
+`--muere-tras N`, en cuanto el conjunto de los runs ha recibido N eventos. Sin ninguna de las
+dos, acaba e imprime una respuesta por línea.
 
 El modelo (el doble) y las herramientas ceden el bucle de eventos una vez por llamada, como
 cedería una llamada de red: así los runs avanzan intercalados, y siempre en el mismo orden,
@@ -24,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -40,6 +40,9 @@ from synaptum_lite import (
     tool,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
+from comun import mata
 
 #: Dónde se apunta cada llamada al modelo y cada efecto (None: en ningún sitio).
 EFECTOS: Path | None = None
@@ -94,7 +97,7 @@ async def transferir(
     resultado = f"transferidos {importe:.2f} € a {destino}".replace(".", ",")
     apuntar(contexto.run_id, "transferir", {"destino": destino, "importe": importe}, resultado)
     if contexto.run_id == MUERE_DENTRO:
-        os.kill(os.getpid(), signal.SIGKILL)  # el efecto ya ocurrió; el paso no se completa
+        mata(os.getpid())  # el efecto ya ocurrió; el paso no se completa
     return resultado
 
 
@@ -145,7 +148,7 @@ async def conducir(almacen: Path, runs: list[str], muere_tras: int | None) -> di
         async for paso in agente().run(TAREA, session=sesion):
             recibidos += 1
             if recibidos == muere_tras:
-                os.kill(os.getpid(), signal.SIGKILL)  # el evento ya está en el journal
+                mata(os.getpid())  # el evento ya está en el journal
             if isinstance(paso, FinalStep):
                 return paso.output
         raise AssertionError(f"el run {run} acabó sin paso final")
