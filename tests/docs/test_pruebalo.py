@@ -14,7 +14,9 @@ measure); this file runs each experiment:
   `test_parametros.py` does; a changed line is written into a copy first), with the variable
   `AFIRMACIONES_COMPROBADAS` pointing at a folder of its own;
 - it must run to the end, and the experiment's claim must have been checked, and held, by the
-  notebook's own `afirma` in *that* run;
+  notebook's own `afirma` in *that* run (or, where the promise is that the change stops the
+  notebook, as 05's tool that is not idempotent stops the resume, it must stop in that cell
+  with that exception, whose message is then part of what the run shows);
 - every fragment it promises (`se_ve`) must be written in the item and printed by the run, and
   at least one of them must not be printed by the notebook as it is: an experiment shows a
   change, and the words cannot promise what the runtime does not print;
@@ -61,7 +63,6 @@ SIN_PRUEBALO_TODAVIA = {
     "01",
     "02",
     "04",
-    "05",
     "06",
     "07",
     "08",
@@ -77,6 +78,9 @@ class Experimento:
     claim: str  # "03.pruebalo-deniega": the item's id, and the notebook's number
     parametros: dict[str, Any] = field(default_factory=dict)  # as with papermill -p
     linea: tuple[str, str, str] | None = None  # (cell id, the line as it is, the line changed)
+    #: (cell id, exception): where the change stops the notebook, when that is the promise
+    #: (05: a tool that is not idempotent stops the resume with UncertainEffect).
+    se_para: tuple[str, str] | None = None
     se_ve: tuple[str, ...] = ()  # what the run prints, word for word, as the item quotes it
     #: More checks on the run, for what printing cannot show (files, processes).
     comprueba: Callable[[Resultado], None] | None = None
@@ -128,6 +132,16 @@ EXPERIMENTOS = [
             "StepLimitExceeded en 000005-tool",
             "modelo ×0 · herramienta ×0: los turnos nuevos",
         ),
+    ),
+    Experimento(
+        "05.pruebalo-no-idempotente",
+        linea=(
+            "herramientas",
+            "@tool(risk=Risk.READ, idempotent=True)",
+            "@tool(risk=Risk.READ, idempotent=False)",
+        ),
+        se_para=("consulta", "UncertainEffect"),
+        se_ve=("UncertainEffect: run 'incierto-2', step 000001-tool: tool 'consultar_saldo'",),
     ),
     Experimento(
         "14.pruebalo-dentro",
@@ -191,6 +205,8 @@ EXPERIMENTOS = [
 class Resultado:
     error: str | None  # papermill's message about the cell that raised
     impreso: str  # everything the run wrote to stdout
+    #: (cell id, exception name, its message) of the cell that raised, if one did.
+    fallo: tuple[str, str, str] | None
     comprobadas: set[str]  # the claim ids its afirma calls checked
     carpeta: Path  # scratch space of this run (where a changed copy of the notebook lives)
 
@@ -234,7 +250,7 @@ def run(experimento: Experimento) -> Resultado:
     if experimento.linea:
         source = with_the_line_changed(experimento, folder)
     output = folder / "salida.ipynb"
-    error = None
+    error, fallo = None, None
     try:
         papermill.execute_notebook(
             str(source),
@@ -245,6 +261,15 @@ def run(experimento: Experimento) -> Resultado:
         )
     except papermill.PapermillExecutionError as failure:
         error = str(failure)
+        raised = next(
+            (
+                c.get("id")
+                for c in read(output)["cells"]
+                if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            ),
+            None,
+        )
+        fallo = (raised, failure.ename, failure.evalue)
     printed = "".join(
         "".join(o.get("text", ""))
         for c in read(output)["cells"]
@@ -252,21 +277,28 @@ def run(experimento: Experimento) -> Resultado:
         for o in c["outputs"]
         if o.get("name") == "stdout"
     )
-    return Resultado(error, printed, read_recorded(claims), folder)
+    return Resultado(error, printed, fallo, read_recorded(claims), folder)
 
 
 @pytest.fixture(scope="module")
-def resultados() -> dict[str, Resultado]:
-    """Every experiment through papermill, two at a time, without the variables that pick a
-    real model (the notebooks answer from their scripts, as in the docs check)."""
+def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
+    """Every experiment a selected test needs (all of them, unless `-k` picks fewer) through
+    papermill, two at a time, without the variables that pick a real model (the notebooks
+    answer from their scripts, as in the docs check)."""
+    wanted = {
+        item.callspec.params["experimento"].claim
+        for item in request.session.items
+        if "experimento" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    selected = [e for e in EXPERIMENTOS if e.claim in wanted]
     with pytest.MonkeyPatch.context() as environment:
         for name in list(os.environ):
             if name.startswith(MODEL_VARIABLE_PREFIXES):
                 environment.delenv(name)
         spawn = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
-            done = pool.map(run, EXPERIMENTOS)
-            return dict(zip((e.claim for e in EXPERIMENTOS), done, strict=True))
+            done = pool.map(run, selected)
+            return dict(zip((e.claim for e in selected), done, strict=True))
 
 
 # ── What each experiment promises ───────────────────────────────────────────────────────
@@ -294,6 +326,11 @@ by_experiment = pytest.mark.parametrize("experimento", EXPERIMENTOS, ids=lambda 
 @by_experiment
 def test_an_experiment_runs_to_the_end_and_its_own_assertion_held(experimento, resultados):
     resultado = resultados[experimento.claim]
+    if experimento.se_para:  # the promise is where it stops; the cells after it do not run
+        assert resultado.fallo and resultado.fallo[:2] == experimento.se_para, (
+            f"{experimento.claim} should stop in {experimento.se_para}:\n{resultado.error}"
+        )
+        return
     assert resultado.error is None, f"{experimento.claim} raised:\n{resultado.error}"
     assert experimento.claim in resultado.comprobadas, (
         f'{experimento.claim}: the notebook\'s afirma("{experimento.claim}", …) did not run in '
@@ -309,11 +346,13 @@ def test_what_an_experiment_promises_is_written_in_its_item_and_printed_by_its_r
     words = items(path)[experimento.claim]
     resultado = resultados[experimento.claim]
     assert experimento.se_ve, f"{experimento.claim} promises nothing a learner would see"
+    shown = resultado.impreso  # and the error a cell raised, as JupyterLab shows it
+    if resultado.fallo:
+        shown += f"{resultado.fallo[1]}: {resultado.fallo[2]}\n"
     for fragment in experimento.se_ve:
         assert fragment in words, f"{experimento.claim}: the item does not say «{fragment}»"
-        assert fragment in resultado.impreso, (
-            f"{experimento.claim}: the run does not print «{fragment}»; it printed:\n"
-            f"{resultado.impreso}"
+        assert fragment in shown, (
+            f"{experimento.claim}: the run does not print «{fragment}»; it printed:\n{shown}"
         )
     as_it_is = printed_by_the_page(path)
     assert any(f not in as_it_is for f in experimento.se_ve), (
