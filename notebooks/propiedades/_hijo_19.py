@@ -4,7 +4,7 @@ se mata con SIGKILL.
     python _hijo_19.py ALMACEN RUN_ID URL MODELO [--muere-tras N | --muere-al-enviar]
 
 Recorre el run `RUN_ID` del journal `ALMACEN` (un fichero SQLite). La agencia delega en el
-agente cuya tarjeta sirve `URL` (el servidor `_servidor_a2a.py`). Cada llamada al modelo se
+agente cuya tarjeta sirve `URL` (el servidor `_servidor_19.py`). Cada llamada al modelo se
 apunta en `MODELO`, una línea por llamada, antes de contestar: el apunte sobrevive al kill.
 
 Sin opciones, acaba e imprime la respuesta. Con `--muere-tras N` se mata en cuanto recibe el

@@ -13,7 +13,7 @@ import pytest
 PROPIEDADES = Path(__file__).resolve().parents[2] / "notebooks" / "propiedades"
 sys.path.insert(0, str(PROPIEDADES))
 
-import _servidor_a2a as servidor_a2a  # noqa: E402
+import _servidor_19 as servidor_a2a  # noqa: E402
 
 
 @pytest.fixture

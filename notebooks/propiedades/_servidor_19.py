@@ -1,6 +1,6 @@
 """Un agente remoto de verdad: un servidor A2A (protocolo 1.0, JSON-RPC) en 127.0.0.1.
 
-    python _servidor_a2a.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|…]
+    python _servidor_19.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|…]
 
 Lo usan el cuaderno 19 y sus tests. Es un proceso aparte, con su propia memoria: sirve su
 tarjeta en `/.well-known/agent-card.json` y atiende `SendMessage`, `GetTask` y `ListTasks`
@@ -265,7 +265,7 @@ class Proceso:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="_servidor_a2a.py")
+    parser = argparse.ArgumentParser(prog="_servidor_19.py")
     parser.add_argument("--puerto", type=int, default=0, help="0: uno libre")
     parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
     parser.add_argument(
