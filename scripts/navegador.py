@@ -36,6 +36,7 @@ NEEDS_A_PROCESS = {
     "02_durabilidad": "mata con SIGKILL un proceso hijo de verdad",
     "06_kill_9": "mata con SIGKILL un proceso hijo de verdad en cada frontera del run",
     "08_concurrencia": "arranca un segundo trabajador en otro proceso y lo mata con SIGKILL",
+    "17_herramientas_mcp": "arranca un servidor MCP en otro proceso, que muere con SIGKILL",
     "18_runs_a_la_vez": "mata con SIGKILL un proceso hijo de verdad con varios runs dentro",
     "19_agente_remoto": "arranca un servidor A2A y mata con SIGKILL un proceso hijo de verdad",
 }

@@ -106,6 +106,13 @@ CASES = [
     Case("15", {"run_buzon": "correo-1"}, refused="run_buzon", note="the same run as run_correo"),
     Case("16", {"carpeta": NEW_FOLDER, "run_id": "pedido-2"}),
     Case("16", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("copia.db",)),
+    Case(
+        "17",
+        {"carpeta": NEW_FOLDER, "run_entero": "a", "run_muerte": "b", "muere_dentro": "comentar"},
+        note="the server dies inside the annotated non-idempotent tool",
+    ),
+    Case("17", {"muere_dentro": "consultar"}, refused="muere_dentro", note="a read: no effect"),
+    Case("17", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("efectos-1.jsonl",)),
     Case("18", {"carpeta": NEW_FOLDER, "cuantos": 2, "muere_en": 2}, note="the last one dies"),
     Case("18", {"cuantos": 4, "muere_en": 1}, note="the first one dies: none ahead of it"),
     Case("18", {"cuantos": 3, "muere_en": 4}, refused="muere_en", note="not one of the runs"),

@@ -27,9 +27,9 @@ from synaptum_lite.mcp import McpServer, connect
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "notebooks" / "propiedades" / "_servidor_mcp.py"
+SERVER = ROOT / "notebooks" / "propiedades" / "_servidor_17.py"
 sys.path.insert(0, str(SERVER.parent))
-import _servidor_mcp as servidor  # noqa: E402  (the server's own reader of its effects)
+import _servidor_17 as servidor  # noqa: E402  (the server's own reader of its effects)
 
 PREFIX = "incidencias"
 TASK = "Atiende la incidencia INC-7."

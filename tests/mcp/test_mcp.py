@@ -1,6 +1,6 @@
 """MCP tools: what a server's annotations, names and schemas become, and each thing that can go
 wrong in a call: a clear error, and nothing repeated. Every test talks to notebook 17's server,
-a real process (`notebooks/propiedades/_servidor_mcp.py`), over stdio."""
+a real process (`notebooks/propiedades/_servidor_17.py`), over stdio."""
 
 from __future__ import annotations
 

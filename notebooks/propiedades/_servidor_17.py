@@ -1,14 +1,14 @@
 """El servidor MCP del cuaderno 17: un gestor de incidencias que no escribimos nosotros.
 
-    python _servidor_mcp.py EFECTOS [--muere-dentro HERRAMIENTA] [--esquema-nuevo]
+    python _servidor_17.py EFECTOS [--muere-dentro HERRAMIENTA] [--esquema-nuevo]
 
 Un proceso que habla MCP por stdio (el SDK oficial, `mcp`, de PyPI) y ofrece cuatro
 herramientas. Tres dicen de sí mismas lo que hacen con anotaciones (`readOnlyHint`,
 `idempotentHint`, `destructiveHint`); la cuarta, `avisar_cliente`, no dice nada.
 
-Cada vez que arranca y cada efecto que hace se apuntan en `EFECTOS`, una línea JSON por vez,
-antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es el registro
-del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
+Cada vez que arranca (con su pid) y cada efecto que hace se apuntan en `EFECTOS`, una línea
+JSON por vez, antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es
+el registro del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
 
 Con `--muere-dentro HERRAMIENTA`, el servidor se mata con SIGKILL dentro de esa herramienta,
 con el efecto hecho y apuntado y sin haber contestado. Con `--esquema-nuevo`, `comentar` pide
@@ -122,13 +122,13 @@ def servidor(esquema_nuevo: bool = False) -> MCPServer:
 
 def main(argv: list[str]) -> None:
     global EFECTOS, MUERE_DENTRO
-    parser = argparse.ArgumentParser(prog="_servidor_mcp.py")
+    parser = argparse.ArgumentParser(prog="_servidor_17.py")
     parser.add_argument("efectos", type=Path)
     parser.add_argument("--muere-dentro", metavar="HERRAMIENTA")
     parser.add_argument("--esquema-nuevo", action="store_true")
     opciones = parser.parse_args(argv)
     EFECTOS, MUERE_DENTRO = opciones.efectos, opciones.muere_dentro
-    apuntar("arranque")
+    apuntar("arranque", {"pid": os.getpid()})  # quién es: el cuaderno comprueba que muere
     servidor(opciones.esquema_nuevo).run("stdio")
 
 
