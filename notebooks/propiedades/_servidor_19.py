@@ -22,6 +22,7 @@ matan. Solo la biblioteca estándar.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import subprocess
 import sys
@@ -250,6 +251,7 @@ class Proceso:
             raise RuntimeError(f"el servidor A2A no arrancó: {linea!r}")
         self.url = linea.split()[-1]
         self.puerto = int(self.url.rsplit(":", 1)[1])
+        atexit.register(self.para)  # un cuaderno que falla a mitad no deja un servidor huérfano
 
     def mensajes(self) -> list[str]:
         """Los `messageId` de los mensajes que recibió, en orden."""
@@ -258,7 +260,8 @@ class Proceso:
 
     def para(self) -> None:
         """Lo mata (SIGKILL donde lo hay): sus tareas, que vivían en su memoria, se pierden."""
-        self.proceso.kill()
+        if self.proceso.poll() is None:
+            self.proceso.kill()
         self.proceso.wait()
         if self.proceso.stdout is not None:
             self.proceso.stdout.close()
