@@ -188,6 +188,14 @@ def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO)
     assert done.stdout.strip() == "ConfigurationError True", done.stderr
+    # Windows takes its own lock (msvcrt.locking), chosen by sys.platform; it cannot run here
+    from unittest import mock
+
+    from synaptum_lite import runlock
+
+    with mock.patch.object(sys, "platform", "win32"):
+        assert runlock._lock_kind() == "windows"
+    assert "msvcrt.locking" in inspect.getsource(runlock._windows_locking)
 
 
 @afirmacion("limites.solo-stdlib")
