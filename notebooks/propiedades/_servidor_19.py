@@ -258,6 +258,18 @@ class Proceso:
         with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
             return list(json.load(respuesta)["ids"])
 
+    def estado_de(self, tarea: str) -> str:
+        """El estado de la tarea `tarea` ahora, preguntado por el protocolo (GetTask)."""
+        peticion = urllib.request.Request(
+            f"{self.url}/a2a",
+            data=json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": tarea}}
+            ).encode(),
+            headers={"Content-Type": "application/json", "A2A-Version": "1.0"},
+        )
+        with urllib.request.urlopen(peticion, timeout=10) as respuesta:
+            return str(json.load(respuesta)["result"]["status"]["state"])
+
     def para(self) -> None:
         """Lo mata (SIGKILL donde lo hay): sus tareas, que vivían en su memoria, se pierden."""
         if self.proceso.poll() is None:

@@ -99,6 +99,8 @@ async def test_a_parent_killed_while_the_remote_task_works_resumes_by_asking_for
     server = arranca(duracion=1.5)
     almacen = await kill_while_waiting(tmp_path, "esperando", server.url)
     assert sent_by(server, "esperando") == 1
+    accepted = (await load_events(hijo.journal(almacen), subrun("esperando")))[1]
+    assert server.estado_de(json.loads(accepted.result.content)["taskId"]) == "TASK_STATE_WORKING"
     final = await drive(almacen, "esperando", server.url)
     assert final.output == ANSWER
     assert sent_by(server, "esperando") == 1
