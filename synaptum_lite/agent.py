@@ -15,46 +15,35 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from .context import Context
-from .errors import (
-    ConfigurationError,
-    InvalidToolCall,
-    ProviderError,
-    ReplayDivergence,
-    StepLimitExceeded,
-    SynaptumError,
-    ToolDefinitionError,
-    ToolResultNotSerializable,
-    UncertainEffect,
-)
+from .errors import ConfigurationError, ProviderError, StepLimitExceeded
 from .events import (
     ApprovalStep,
     Decision,
     DelegationStep,
-    FinalStep,
     ModelStep,
     Phase,
     Step,
     ToolStep,
-    step_id,
 )
+from .execution import as_tool
 from .journal import load_events
 from .messages import (
     ModelRequest,
     ModelResponse,
-    ToolCall,
-    ToolResult,
     Usage,
     journalable,
     lone_surrogate,
     without_surrogates,
 )
-from .policy import Action, Proposal, Verdict
-from .replay import Journal, StepHistory
+from .output import OutputFormat
+from .policy import Action
+from .replay import Journal
 from .session import Session
-from .tools import Risk, Tool, ToolContext, schema_of, to_result_text, tool
+from .steps import RunPass
+from .tools import Risk, Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +102,7 @@ class Agent:
                 )
             self.delegates[delegate.name] = delegate
         self.description = description or instructions.strip().splitlines()[0]
-        if output is not None and not (
-            dataclasses.is_dataclass(output) and isinstance(output, type)
-        ):
-            raise ConfigurationError(
-                f"agent {name!r}: output must be a dataclass type, got {output!r}"
-            )
+        self._output = OutputFormat(name, output)
         if max_steps < 1:
             raise ConfigurationError(
                 f"agent {name!r}: max_steps must be at least 1, got {max_steps}"
@@ -135,15 +119,7 @@ class Agent:
         self.output = output
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output
-        self._output_schema, self._parse_output = None, None
-        if output is not None:
-            try:
-                self._output_schema, self._parse_output = schema_of(output)
-            except ToolDefinitionError as exc:
-                raise ConfigurationError(
-                    f"agent {name!r}: output={output.__name__} cannot be described: {exc.problem}"
-                ) from None
-        self._callable = {**self.tools, **{d.name: _as_tool(d) for d in self.delegates.values()}}
+        self._callable = {**self.tools, **{d.name: as_tool(d) for d in self.delegates.values()}}
         self._specs = tuple(t.spec for t in self._callable.values())
         described = json.dumps(self.configuration, ensure_ascii=False, default=repr)
         at = lone_surrogate(described)
@@ -165,7 +141,7 @@ class Agent:
             "model": self.model,
             "instructions": self.instructions,
             "tools": {name: t.fingerprint() for name, t in self.tools.items()},
-            "output": self._output_schema,
+            "output": self._output.schema,
             "max_tool_output": self.max_tool_output,
             "delegates": {name: d.configuration for name, d in self.delegates.items()},
         }
@@ -205,20 +181,20 @@ class Agent:
                 session.run_id, session.checkpointer, self.configuration, task
             )
             if closed is not None:
-                yield self._typed(closed)
+                yield self._output.typed(closed)
                 return
-            context = Context(self._system_prompt(), task, max_tool_output=self.max_tool_output)
-            run = _Run(journal, session, context, Usage(0, 0, 0))
+            instructions = self._output.instructions(self.instructions)
+            context = Context(instructions, task, max_tool_output=self.max_tool_output)
+            run = RunPass(journal, session, context, Usage(0, 0, 0), self._callable, self.delegates)
             for _turn in range(self.max_steps):
                 # ── a model step: check the journal → call the model → record its response
-                refusal = self._review_model_call(run)
+                refusal = run.review_model_call()
                 if refusal is not None:
                     yield await run.finish(reason=refusal)
                     return
                 model_id, history = journal.next_step("model")
-                request = ModelRequest(self.model, tuple(context.messages), self._specs)
                 fingerprint = context.fingerprint(self.model, self._specs)
-                _check_same_request(run, model_id, history, fingerprint)
+                journal.check_same_request(model_id, history, fingerprint)
                 if history is not None and isinstance(history.completed, ModelStep):
                     model_step = history.completed.as_replayed()  # already paid: never again
                 else:
@@ -231,6 +207,7 @@ class Agent:
                     )
                     await journal.write(attempted)  # on disk before anyone hears of it
                     yield attempted
+                    request = ModelRequest(self.model, tuple(context.messages), self._specs)
                     response: ModelResponse | None = None
                     for call_number in range(1, session.retry.max_attempts + 1):
                         try:
@@ -275,7 +252,7 @@ class Agent:
                     refusal_decision: Decision | None = None
                     history = journal.peek()
                     if history is None:  # never seen: the gateway reviews it now
-                        verdict = self._review_tool_call(run, kind, call, target)
+                        verdict = run.review_tool_call(kind, call, target)
                         if verdict.action is Action.REQUIRE_APPROVAL:
                             approval_id, _ = journal.next_step("approval")
                             request_event = ApprovalStep(
@@ -296,7 +273,7 @@ class Agent:
                                 "reason": verdict.reason,
                             }
                     elif history.kind == "approval":  # a person was asked: what they decided
-                        approval = _journaled_approval(run, call)
+                        approval = journal.approval(call)
                         yield approval
                         if approval.pending:
                             return  # still waiting; nobody is asked twice
@@ -309,10 +286,10 @@ class Agent:
                                 "reason": denial.get("note") or "denied",
                             }
                     if refusal_decision is not None:
-                        outcome = await self._refuse(run, kind, call, refusal_decision)
+                        outcome = await run.refuse(kind, call, refusal_decision)
                     else:
                         tool_id, history = journal.next_step(kind)
-                        _check_same_call(run, tool_id, history, call)
+                        journal.check_same_call(tool_id, history, call)
                         if history is not None and isinstance(history.completed, ToolStep):
                             outcome = history.completed.as_replayed()
                         else:
@@ -321,7 +298,12 @@ class Agent:
                                 run_id=session.run_id,
                                 step_id=tool_id,
                                 phase=Phase.ATTEMPTED,
-                                attempt=_next_attempt(session, tool_id, call, target, history),
+                                attempt=journal.next_attempt(
+                                    tool_id,
+                                    call,
+                                    history,
+                                    idempotent=target is None or target.idempotent,
+                                ),
                                 call=call,
                             )
                             # write-ahead: on disk before it is yielded, so before the effect
@@ -335,9 +317,9 @@ class Agent:
                                 # leaves the step uncertain). Say so, so that a resume runs it
                                 # without asking.
                                 if target is not None and not target.idempotent:
-                                    await _record_not_started(journal, attempted_call)
+                                    await run.record_not_started(attempted_call)
                                 raise
-                            outcome = await self._perform(run, kind, call, target, attempted_call)
+                            outcome = await run.perform(call, target, attempted_call)
                             await journal.write(outcome)
                     yield outcome
                     if isinstance(outcome, DelegationStep) and outcome.usage is not None:
@@ -350,7 +332,7 @@ class Agent:
 
                 if answer.tool_calls:
                     continue
-                output, problem = self._read_output(answer.text)
+                output, problem = self._output.read(answer.text)
                 if problem is not None:
                     context.add_feedback(problem)
                     continue
@@ -360,184 +342,6 @@ class Agent:
             # with a lower max_steps replays up to the limit and stops before its journal ends
             journaled = await load_events(session.checkpointer, session.run_id)
             raise StepLimitExceeded(session.run_id, self.max_steps, journaled[-1].step_id)
-
-    def _review_model_call(self, run: _Run) -> str | None:
-        """Ask the gateway whether a new model call may leave; the reason if it ends the run."""
-        history = run.journal.peek()
-        if history is not None and history.completed is not None:
-            return None  # already paid: replayed, not reviewed again
-        proposal = Proposal(run.session.run_id, step_id(run.journal.position, "model"), "model")
-        verdict = run.session.gateway.review(proposal)
-        if verdict.action is Action.TERMINATE:
-            return verdict.reason
-        if verdict.action is not Action.ALLOW:
-            raise ConfigurationError(
-                f"a model call can be allowed or terminated, the policy said {verdict.action.value}"
-            )
-        return None
-
-    def _review_tool_call(
-        self, run: _Run, kind: str, call: ToolCall, target: Tool | None
-    ) -> Verdict:
-        """Ask the gateway whether a call never journaled may run."""
-        proposal = Proposal(
-            run.session.run_id,
-            step_id(run.journal.position, kind),
-            kind,
-            call,
-            target.risk if target else None,
-            target.idempotent if target else None,
-        )
-        return run.session.gateway.review(proposal)
-
-    async def _refuse(self, run: _Run, kind: str, call: ToolCall, decision: Decision) -> ToolStep:
-        """Record a call that was refused before it ran: an outcome the model reads, not an
-        uncertain effect. Its attempted and completed events are one commit (neither was
-        yielded before)."""
-        refused_id, history = run.journal.next_step(kind)
-        if history is not None and isinstance(history.completed, ToolStep):
-            return history.completed.as_replayed()
-        cls = DelegationStep if kind == "delegate" else ToolStep
-        result = ToolResult(f"denied by {decision['by']}: {decision.get('reason')}", is_error=True)
-        attempted = cls(
-            run_id=run.session.run_id, step_id=refused_id, phase=Phase.ATTEMPTED, call=call
-        )
-        completed = dataclasses.replace(
-            attempted, phase=Phase.COMPLETED, result=result, decision=decision
-        )
-        await run.journal.write(attempted, completed)
-        return completed
-
-    async def _perform(
-        self, run: _Run, kind: str, call: ToolCall, target: Tool | None, attempted: ToolStep
-    ) -> ToolStep:
-        """Do the work of an attempted tool step (or delegation); its completed event."""
-        context = ToolContext(run.session.run_id, attempted.step_id, attempted.attempt)
-        if isinstance(attempted, DelegationStep):
-            result, usage = await self._delegate(
-                run.session, self.delegates[call.name], call, context
-            )
-            return dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result, usage=usage)
-        result = await self._execute(run.session, target, call, context)
-        return dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)
-
-    async def _execute(
-        self, session: Session, tool: Tool | None, call: ToolCall, context: ToolContext
-    ) -> ToolResult:
-        """Run one tool call. What the model or the tool got wrong becomes an error result."""
-        if tool is None:
-            available = ", ".join(sorted(self._callable)) or "none"
-            return ToolResult(
-                f"there is no tool {call.name!r}; the tools are: {available}", is_error=True
-            )
-        try:
-            arguments = tool.bind(call.arguments)
-        except InvalidToolCall as exc:
-            return ToolResult(str(exc), is_error=True)
-        try:
-            value = await session.gateway.call_tool(tool, arguments, context)
-        except SynaptumError:
-            raise
-        except Exception as exc:  # the tool failed: the model reads why, and may adapt
-            return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
-        try:
-            return ToolResult(to_result_text(value))
-        except TypeError:
-            raise ToolResultNotSerializable(
-                session.run_id, context.step_id, tool.name, type(value).__name__
-            ) from None
-        except ValueError as exc:
-            raise ToolResultNotSerializable(
-                session.run_id, context.step_id, tool.name, type(value).__name__, str(exc)
-            ) from None
-
-    async def _delegate(
-        self, session: Session, agent: Agent, call: ToolCall, context: ToolContext
-    ) -> tuple[ToolResult, Usage | None]:
-        """Run (or resume) the sub-run of a delegation; its journal is its own."""
-        try:
-            task = self._callable[agent.name].bind(call.arguments)["task"]
-        except InvalidToolCall as exc:
-            return ToolResult(str(exc), is_error=True), None
-        sub_session = dataclasses.replace(session, run_id=context.idempotency_key)
-        final = None
-        async for event in agent.run(task, session=sub_session):
-            if isinstance(event, ApprovalStep):
-                raise ConfigurationError(
-                    f"sub-run {sub_session.run_id!r} asks for an approval; the lite core does not "
-                    "suspend a parent run on a delegate's approval: require approval for the "
-                    "delegation itself instead"
-                )
-            if isinstance(event, FinalStep):
-                final = event
-        assert final is not None  # a run that returns without suspending has a final step
-        if final.reason is not None:
-            return ToolResult(
-                f"the sub-agent ended without an answer: {final.reason}", is_error=True
-            ), final.usage
-        return ToolResult(final.text or ""), final.usage
-
-    # ── typed output ────────────────────────────────────────────────────────────────────────
-
-    def _system_prompt(self) -> str:
-        if self._output_schema is None:
-            return self.instructions
-        schema = json.dumps(self._output_schema, ensure_ascii=False, sort_keys=True)
-        return (
-            f"{self.instructions}\n\n"
-            f"Answer with only a JSON object that matches this schema: {schema}"
-        )
-
-    def _read_output(self, text: str | None) -> tuple[Any, str | None]:
-        """The caller's output from the final text, or the problem to tell the model."""
-        if self._parse_output is None:
-            return text, None
-        body = (text or "").strip()
-        if body.startswith("```"):
-            body = body.strip("`").removeprefix("json").strip()
-        try:
-            return self._parse_output(json.loads(body)), None
-        except ValueError as exc:
-            problem = f"it is not JSON: {exc}"
-        except InvalidToolCall as exc:
-            problem = exc.problem
-        return (
-            None,
-            f"Your answer is not valid ({problem}). "
-            "Answer again with only a JSON object that matches the schema.",
-        )
-
-    def _typed(self, final: FinalStep) -> FinalStep:
-        if self._parse_output is None or final.text is None or final.reason is not None:
-            return final.as_replayed()
-        output, _ = self._read_output(final.text)
-        return dataclasses.replace(final, output=output, replayed=True)
-
-
-@dataclass(slots=True)
-class _Run:
-    """What one pass of a run carries from step to step."""
-
-    journal: Journal
-    session: Session
-    context: Context
-    usage: Usage
-
-    async def finish(
-        self, *, text: str | None = None, output: Any = None, reason: str | None = None
-    ) -> FinalStep:
-        """Record the run's final step: its answer, or the reason it ended without one."""
-        final_id, _ = self.journal.next_step("final")
-        final = FinalStep(
-            run_id=self.session.run_id,
-            step_id=final_id,
-            text=text,
-            output=output,
-            reason=reason,
-            usage=self.usage,
-        )
-        await self.journal.write(final)
-        return final
 
 
 def _check_task(task: Any, run_id: str) -> None:
@@ -555,83 +359,3 @@ def _check_task(task: Any, run_id: str) -> None:
         f"run {run_id!r}: the task {problem}; nothing was run or paid: pass "
         "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
     )
-
-
-def _check_same_request(
-    run: _Run, model_id: str, history: StepHistory | None, fingerprint: str
-) -> None:
-    """Raise `ReplayDivergence` when the journal's model call was made on another context."""
-    recorded = history and (history.completed or history.attempted)
-    if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
-        raise ReplayDivergence(
-            run.session.run_id, model_id, "a model call on another context", "a different context"
-        )
-
-
-def _check_same_call(run: _Run, tool_id: str, history: StepHistory | None, call: ToolCall) -> None:
-    """Raise `ReplayDivergence` when the journal's tool step called something else."""
-    recorded = history and (history.attempted or history.completed)
-    if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
-        call.name,
-        call.arguments,
-    ):
-        raise ReplayDivergence(
-            run.session.run_id,
-            tool_id,
-            f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
-            f"a call to {call.name!r} with {call.arguments!r}",
-        )
-
-
-def _journaled_approval(run: _Run, call: ToolCall) -> ApprovalStep:
-    """The journaled approval at the next position: the request if nobody decided yet, else
-    the decision. Raises `ReplayDivergence` when it approves another call."""
-    approval_id, history = run.journal.next_step("approval")
-    request = history.attempted if history is not None else None
-    if not isinstance(request, ApprovalStep) or request.call != call:
-        raise ReplayDivergence(
-            run.session.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
-        )
-    decided = history.completed if history is not None else None
-    if isinstance(decided, ApprovalStep):
-        return decided.as_replayed()
-    return request.as_replayed()
-
-
-def _next_attempt(
-    session: Session, step: str, call: ToolCall, target: Tool | None, history: StepHistory | None
-) -> int:
-    """The attempt number of a step about to run; raises `UncertainEffect` when running it
-    again could repeat an effect nobody allowed to repeat."""
-    if history is None or history.attempted is None:
-        return 1
-    if target is not None and not target.idempotent and not history.retry_allowed:
-        raise UncertainEffect(session.run_id, step, call.name, call.arguments)
-    return history.attempt + 1
-
-
-async def _record_not_started(journal: Journal, attempted: ToolStep) -> None:
-    """Journal that the attempt `attempted` never began: the runtime's own decision."""
-    decision: Decision = {
-        "action": "not_started",
-        "by": "runtime",
-        "reason": "the run was closed before the tool began",
-    }
-    try:
-        await journal.write(dataclasses.replace(attempted, phase=Phase.RESOLVED, decision=decision))
-    except Exception:  # noqa: BLE001 - unrecorded, the step stays uncertain, as after a crash
-        pass
-
-
-def _as_tool(agent: Agent) -> Tool:
-    """How a delegate is shown to the model: a tool taking the task."""
-
-    def delegate(task: Annotated[str, "What the sub-agent must do, in full"]) -> str:
-        raise AssertionError(
-            "a delegation runs as a sub-run, never as a function"
-        )  # pragma: no cover
-
-    delegate.__doc__ = agent.description
-    # running a delegation twice resumes its sub-run, whose own journal repeats nothing
-    described: Tool = tool(delegate, name=agent.name, risk=agent.risk, idempotent=True)
-    return described

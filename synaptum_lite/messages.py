@@ -165,8 +165,12 @@ class ModelRequest:
         return digest.fingerprint(self.model, self.tools)
 
 
+# one encoder for every canonical form: `json.dumps` with options builds a new one per call
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    return _CANONICAL.encode(value).encode()
 
 
 class ContextDigest:
@@ -217,7 +221,7 @@ class ModelResponse:
     def from_json(cls, data: dict[str, Any]) -> ModelResponse:
         return cls(
             text=data.get("text"),
-            tool_calls=tuple(ToolCall.from_json(c) for c in data.get("calls", ())),
+            tool_calls=tuple([ToolCall.from_json(c) for c in data.get("calls", ())]),
             usage=Usage.from_json(data.get("usage", {})),
         )
 

@@ -12,9 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigurationChanged, ReplayDivergence
-from .events import FinalStep, Phase, Step, ToolStep, allows_retry, parse_step_id, step_id
-from .journal import FORMAT_VERSION, Checkpointer, load_events
+from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect
+from .events import (
+    ApprovalStep,
+    FinalStep,
+    ModelStep,
+    Phase,
+    Step,
+    ToolStep,
+    allows_retry,
+    decode_all,
+    parse_step_id,
+    step_id,
+)
+from .journal import FORMAT_VERSION, Checkpointer
+from .messages import ToolCall
 
 
 @dataclass(slots=True)
@@ -114,7 +126,8 @@ class Journal:
             if changes:
                 raise ConfigurationChanged(run_id, changes)
             return cls(run_id, checkpointer, {}), state.final
-        steps = index(await load_events(checkpointer, run_id))
+        # read back as replayed: a completed step is yielded as it is, never copied
+        steps = index(decode_all(run_id, await checkpointer.records(run_id), replayed=True))
         if tools_changed:  # a journaled call to a tool that is gone names its step
             _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
             changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
@@ -142,6 +155,57 @@ class Journal:
     async def write(self, *events: Step) -> None:
         """Append events in one commit. The loop yields an event only after writing it."""
         await self.checkpointer.append(self.run_id, events)
+
+    # ── the checks of a resume: the journal's step must be the step the loop makes now ──────
+
+    def check_same_request(
+        self, model_id: str, history: StepHistory | None, fingerprint: str
+    ) -> None:
+        """Raise `ReplayDivergence` when the journal's model call was made on another context."""
+        recorded = history and (history.completed or history.attempted)
+        if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
+            raise ReplayDivergence(
+                self.run_id, model_id, "a model call on another context", "a different context"
+            )
+
+    def check_same_call(self, tool_id: str, history: StepHistory | None, call: ToolCall) -> None:
+        """Raise `ReplayDivergence` when the journal's tool step called something else."""
+        recorded = history and (history.attempted or history.completed)
+        if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
+            call.name,
+            call.arguments,
+        ):
+            raise ReplayDivergence(
+                self.run_id,
+                tool_id,
+                f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
+                f"a call to {call.name!r} with {call.arguments!r}",
+            )
+
+    def next_attempt(
+        self, tool_id: str, call: ToolCall, history: StepHistory | None, *, idempotent: bool
+    ) -> int:
+        """The attempt number of a tool step about to run. Raises `UncertainEffect` when
+        running it again could repeat an effect nobody allowed to repeat."""
+        if history is None or history.attempted is None:
+            return 1
+        if not idempotent and not history.retry_allowed:
+            raise UncertainEffect(self.run_id, tool_id, call.name, call.arguments)
+        return history.attempt + 1
+
+    def approval(self, call: ToolCall) -> ApprovalStep:
+        """Mint the approval step of `call`: the request if nobody decided yet, else the
+        decision. Raises `ReplayDivergence` when the journal approves another call there."""
+        approval_id, history = self.next_step("approval")
+        request = history.attempted if history is not None else None
+        if not isinstance(request, ApprovalStep) or request.call != call:
+            raise ReplayDivergence(
+                self.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
+            )
+        decided = history.completed if history is not None else None
+        if isinstance(decided, ApprovalStep):
+            return decided.as_replayed()
+        return request.as_replayed()
 
 
 def _tool_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:

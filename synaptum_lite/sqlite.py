@@ -400,9 +400,10 @@ def _pack(data: str) -> str | bytes:
 
 def _record(row: tuple[Any, ...]) -> Record:
     seq, step_id, phase, attempt, data = row
-    if isinstance(data, bytes):
-        try:
-            data = zlib.decompress(data).decode()
-        except (zlib.error, UnicodeDecodeError) as exc:
-            data = f"<undecodable: {exc}>"  # decode() turns this into CorruptJournal with the seq
+    if not isinstance(data, bytes):
+        return Record._make(row)
+    try:
+        data = zlib.decompress(data).decode()
+    except (zlib.error, UnicodeDecodeError) as exc:
+        data = f"<undecodable: {exc}>"  # decode() turns this into CorruptJournal with the seq
     return Record(seq, step_id, phase, attempt, data)
