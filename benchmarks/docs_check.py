@@ -74,9 +74,15 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
-def measure(repeats: int = 7, copies: int = 1) -> dict:
+def measure(
+    repeats: int = 7, copies: int = 1, *, nbval: bool = True, baseline: Path | None = None
+) -> dict:
     """Wall times of each contender (`times`, one per repeat), the notebooks verified, the
-    environment, and the time of each notebook inside our runner (`per_notebook`)."""
+    environment, and the time of each notebook inside our runner (`per_notebook`).
+
+    `nbval=False` leaves nbval out; `baseline`, another checkout of this repository (e.g.
+    `git archive` of an older commit), adds its docs check on the same notebooks, so a change
+    to the runner is measured before and after in the same sitting."""
     notebooks = property_notebooks()
     env = kernel_environment()
     env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
@@ -110,9 +116,15 @@ def measure(repeats: int = 7, copies: int = 1) -> dict:
     checked = [str(ours / name) for name in names]
     contenders = {
         "docs check": ([sys.executable, "-m", "scripts.update_pages", "--check", *checked], REPO),
-        "nbval --nbval": ([*pytest, "--nbval", *names], theirs),
-        "nbval --nbval-lax": ([*pytest, "--nbval-lax", *names], theirs),
     }
+    if baseline is not None:
+        contenders["docs check (baseline)"] = (
+            [sys.executable, "-m", "scripts.update_pages", "--check", *checked],
+            baseline,
+        )
+    if nbval:
+        contenders["nbval --nbval"] = ([*pytest, "--nbval", *names], theirs)
+        contenders["nbval --nbval-lax"] = ([*pytest, "--nbval-lax", *names], theirs)
     if importlib.util.find_spec("nbmake"):
         contenders["nbmake"] = ([*pytest, "--nbmake", *names], ours)
     times: dict[str, list[float]] = {name: [] for name in contenders}
@@ -124,9 +136,10 @@ def measure(repeats: int = 7, copies: int = 1) -> dict:
     shutil.rmtree(scratch, ignore_errors=True)
 
     if importlib.util.find_spec("jupyterlab"):
-        # With the lab group installed, jsonschema's format checkers come along, and nbval
-        # pays for them when it imports nbformat at start-up (our check never imports it).
-        environment = "test + bench + lab (nbval starts slower here than in CI's env)"
+        # With the lab group installed, jsonschema's format checkers come along (rfc3987-syntax
+        # builds a grammar on import, about 1 s of CPU), and every side pays for them when it
+        # imports nbformat at start-up: nbval, nbmake and our check (nbclient) alike.
+        environment = "test + bench + lab (every side starts slower here than in CI's env)"
     else:
         environment = "test + bench, as CI's"
     if not names:
@@ -148,8 +161,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--copies", type=int, default=1)
+    parser.add_argument("--without-nbval", action="store_true", help="time nbmake only")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose docs check runs beside this one"
+    )
     options = parser.parse_args()
-    result = measure(options.repeats, options.copies)
+    result = measure(
+        options.repeats, options.copies, nbval=not options.without_nbval, baseline=options.baseline
+    )
     times = result["times"]
 
     stems = ", ".join(result["notebooks"])

@@ -4,36 +4,36 @@ The only module that talks to a kernel. The check (`tests/docs`) and the update 
 (`scripts/update_pages.py`) both call `run_notebooks`, so what the test compares is exactly
 what the update writes.
 
-Why not nbclient: it is correct but spends most of a short notebook's time waiting. It polls
-`kernel_info` and then waits 0.2 s for IOPub to go quiet before the first cell, and shuts the
-kernel down politely at the end. Here the kernel is an ordinary `ipykernel` kernel, the one
-JupyterLab starts, and the client:
+nbclient runs each notebook, cell after cell, in an ordinary `ipykernel` kernel (the one
+JupyterLab starts), and stops at the first cell that raises. Around it, this module adds what
+the page contract needs:
 
-- waits for the kernel's `iopub_welcome` (sent when our IOPub subscription is live, so no
-  output can be lost), then sends every code cell at once with `stop_on_error`, which is what
-  "Run All" does;
-- when the last cell is idle, waits for the kernel to go quiet (at most
-  `QUIET_AFTER_LAST_CELL`) and asks it which threads and child processes the notebook left
-  behind: output that arrives after the last cell, or a thread or process that could still
-  print, is a failure, because a reader in JupyterLab would see text the page does not show;
-- kills the kernel then: a throwaway kernel has nothing to save.
+- what each cell wrote to stdout and stderr, what it showed, whether it raised or called
+  `clear_output`, read from the outputs nbclient records (`CellRun`);
+- after the last cell, a wait for the kernel to go quiet (at most `QUIET_AFTER_LAST_CELL`) and
+  a question to it: which threads and child processes the notebook left behind. Output that
+  arrives after the last cell, or a thread or process that could still print, is a failure,
+  because a reader in JupyterLab would see text the page does not show;
+- the kernel is killed then: a throwaway kernel has nothing to save.
 
 Where kernels come from. Importing ipykernel is most of a kernel's start-up (about 0.4 s of
 CPU). On Linux one warm parent (`scripts/kernel_zygote.py`) imports it once per check and forks
-a kernel per notebook; elsewhere each kernel is `python -m ipykernel_launcher`. Either way every
-notebook gets a new process in which no other code has run, started in the notebook's folder
-(as in JupyterLab), with its own empty IPython directory (nobody's startup files or history
-run) and an environment without the variables that select a real model.
+a kernel per notebook (`_ForkedKernelManager` hands nbclient such a kernel); elsewhere each
+kernel is `python -m ipykernel_launcher`, started by jupyter_client's own kernel manager.
+Either way every notebook gets a new process in which no other code has run, started in the
+notebook's folder (as in JupyterLab), with its own empty IPython directory (nobody's startup
+files or history run) and an environment without the variables that select a real model.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import os
 import re
-import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +41,14 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from queue import Empty
+from typing import Any
+
+import nbformat
+from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous import AsyncKernelClient
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, DeadKernelError
 
 #: Environment variables removed before a kernel starts: any of them selects a real model.
 MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
@@ -155,18 +162,27 @@ def kernel_environment(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def code_cells(notebook: dict) -> list[CellRun]:
-    """The code cells of a notebook (as read with `json`), in order, not yet run."""
+    """The code cells of a notebook (as read with `json` or nbformat), in order, with what
+    their stored outputs say they did (nothing, for a notebook stored clean)."""
     cells = []
     for index, cell in enumerate(notebook["cells"]):
-        if cell["cell_type"] == "code":
-            source = cell["source"]
-            cells.append(
-                CellRun(
-                    index=index,
-                    cell_id=cell.get("id"),
-                    source="".join(source) if isinstance(source, list) else source,
-                )
-            )
+        if cell["cell_type"] != "code":
+            continue
+        source = cell["source"]
+        run = CellRun(
+            index, cell.get("id"), "".join(source) if isinstance(source, list) else source
+        )
+        for output in cell.get("outputs", []):
+            kind = output["output_type"]
+            if kind == "stream" and output["name"] == "stdout":
+                run.stdout += output["text"]
+            elif kind == "stream":
+                run.stderr += output["text"]
+            elif kind == "error":
+                run.error = _ANSI.sub("", "\n".join(output["traceback"]))
+            else:  # execute_result, display_data
+                run.shown.append(kind)
+        cells.append(run)
     return cells
 
 
@@ -194,16 +210,17 @@ async def run_notebooks(
     # debugpy warns on stderr about frozen modules; the check needs no debugger.
     env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
     use_fork = sys.platform == "linux" if fork is None else fork
-    launcher = await _Zygote.start(env) if use_fork else _Spawner(env)
+    zygote = await _Zygote.start(env) if use_fork else None
 
     async def one(path: Path) -> NotebookRun:
         async with limit:
-            return await _run_one(path, launcher, timeout=timeout)
+            return await _run_one(path, zygote, env, timeout=timeout)
 
     try:
         return list(await asyncio.gather(*(one(path) for path in paths)))
     finally:
-        await launcher.close()
+        if zygote:
+            await zygote.close()
 
 
 def run_notebooks_sync(paths: Sequence[Path], **options: Any) -> list[NotebookRun]:
@@ -211,101 +228,211 @@ def run_notebooks_sync(paths: Sequence[Path], **options: Any) -> list[NotebookRu
     return asyncio.run(run_notebooks(paths, **options))
 
 
-async def _run_one(path: Path, launcher: _Launcher, *, timeout: float) -> NotebookRun:
+async def _run_one(
+    path: Path, zygote: _Zygote | None, env: dict[str, str], *, timeout: float
+) -> NotebookRun:
     started = time.perf_counter()
-    notebook = json.loads(path.read_text(encoding="utf-8"))
-    cells = code_cells(notebook)
+    deadline = time.monotonic() + timeout
     scratch = Path(tempfile.mkdtemp(prefix="synaptum-kernel-"))
-    connection = _write_connection_file(scratch)
+    km = _ForkedKernelManager(zygote) if zygote else AsyncKernelManager(kernel_name="python3")
+    # IPC transport: the sockets are files in `scratch`, no TCP port to find or to leak.
+    km.transport, km.ip = "ipc", str(scratch / "kernel")
+    km.connection_file = str(scratch / "kernel.json")
+    km.client_factory = _WelcomedClient
+    client = _Notebook(nbformat.v4.reads(path.read_text(encoding="utf-8")), km, deadline)
     stderr = scratch / "kernel.stderr"
-    kernel, client, failure = None, None, None
+    failure, left_behind = None, []
     try:
-        kernel = await launcher.launch(
-            connection, cwd=path.parent, ipython_dir=scratch / "ipython", stderr=stderr
-        )
-        # Imported here, on purpose: the kernel is already starting on the other core.
-        from jupyter_client.asynchronous import AsyncKernelClient
-
-        client = AsyncKernelClient(connection_file=str(connection))
-        client.load_connection_file()
-        client.start_channels(hb=False)
-        left_behind: list[str] = []
-        await asyncio.wait_for(_execute(client, kernel, cells, left_behind), timeout)
+        with stderr.open("wb") as log:
+            await km.start_kernel(
+                cwd=str(path.parent),
+                env={**env, "IPYTHONDIR": str(scratch / "ipython")},
+                extra_arguments=["--HistoryManager.enabled=False"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        await client.async_start_new_kernel_client()
+        before = await _left_behind_now(client)
+        await client.async_execute()
+        left_behind = await _after_the_last_cell(client, before)
+    except CellExecutionError:
+        pass  # the traceback is among the cell's outputs; the cells after it never ran
     except TimeoutError:
         failure = f"{path.name} did not finish within {timeout:.0f} s"
-    except _KernelDied as died:
-        log = stderr.read_text(errors="replace").strip() if stderr.exists() else ""
-        failure = f"the kernel of {path.name} {died}" + (f":\n{log}" if log else "")
+    except DeadKernelError as died:
+        log = stderr.read_text(errors="replace").strip()
+        how = await _how_it_ended(km) or str(died)
+        failure = f"the kernel of {path.name} {how}" + (f":\n{log}" if log else "")
     finally:
-        if kernel:
-            await kernel.kill()
-        if client:
-            client.stop_channels()
+        if await km.is_alive():
+            await km.shutdown_kernel(now=True)
+        if client.kc:
+            client.kc.stop_channels()
         shutil.rmtree(scratch, ignore_errors=True)
-    run = NotebookRun(path, cells, time.perf_counter() - started, failure)
-    if failure is None:
-        run.left_behind = left_behind
-    return run
+    cells = code_cells(client.nb)
+    for cell in cells:
+        cell.cleared = cell.index in client.cleared
+    return NotebookRun(path, cells, time.perf_counter() - started, failure, left_behind)
+
+
+# ── nbclient, with what the check adds ───────────────────────────────────────
+
+
+class _Notebook(NotebookClient):
+    """nbclient as the check needs it: stop at the first error, even in a cell tagged
+    `raises-exception`; skip no cell; keep no timing; the whole notebook within one deadline;
+    and note every cell that calls `clear_output` (its outputs are gone by the end)."""
+
+    def __init__(self, notebook: nbformat.NotebookNode, km: Any, deadline: float) -> None:
+        super().__init__(
+            notebook,
+            km=km,
+            force_raise_errors=True,
+            skip_cells_with_tag="",
+            record_timing=False,
+            shell_timeout_interval=1,
+            startup_timeout=int(deadline - time.monotonic()),
+            timeout_func=lambda cell: max(deadline - time.monotonic(), 0.001),
+        )
+        self.cleared: set[int] = set()
+
+    def clear_output(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
+        self.cleared.add(cell_index)
+        super().clear_output(outs, msg, cell_index)
+
+
+class _WelcomedClient(AsyncKernelClient):
+    """Ready when the kernel welcomes our IOPub subscription (`iopub_welcome`, ipykernel 7):
+    from then on no output can be lost. jupyter_client's own wait asks `kernel_info` and then
+    waits 0.2 s for IOPub to go quiet, on every notebook."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        until = time.monotonic() + (timeout or DEFAULT_TIMEOUT)
+        while (await _next_iopub(self))["msg_type"] != "iopub_welcome":
+            if time.monotonic() > until:
+                raise TimeoutError("the kernel never said iopub_welcome")
+
+
+async def _next_iopub(kc: AsyncKernelClient) -> dict[str, Any]:
+    while True:
+        try:
+            return await kc.get_iopub_msg(timeout=0.25)
+        except Empty:
+            if not await kc.is_alive():
+                raise DeadKernelError("Kernel died") from None
+
+
+async def _left_behind_now(client: _Notebook) -> dict[str, Any]:
+    """The threads and child processes alive in the kernel now (`_LEFT_BEHIND`)."""
+    question = client.kc.execute(
+        "", silent=True, store_history=False, user_expressions=_LEFT_BEHIND
+    )
+    reply = await client.async_wait_for_reply(question)
+    return reply["content"].get("user_expressions", {})
+
+
+async def _after_the_last_cell(client: _Notebook, before: dict[str, Any]) -> list[str]:
+    """What a reader of JupyterLab would still see after the last cell: output arriving
+    within `QUIET_AFTER_LAST_CELL`, and threads or child processes still alive then."""
+    late: list[str] = []
+
+    def note(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "stream":
+            late.append(message["content"]["text"])
+        elif message["msg_type"] in ("execute_result", "display_data", "clear_output"):
+            late.append(f"[{message['msg_type']}]\n")
+
+    deadline = time.monotonic() + QUIET_AFTER_LAST_CELL
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            note(await client.kc.get_iopub_msg(timeout=left))
+        except Empty:
+            break
+    question = client.kc.execute(
+        "", silent=True, store_history=False, user_expressions=_LEFT_BEHIND
+    )
+    # Output that arrives between the quiet wait and the question counts too: read IOPub up
+    # to the question's own idle status.
+    while True:
+        message = await _next_iopub(client.kc)
+        if message["parent_header"].get("msg_id") == question and message["msg_type"] == "status":
+            if message["content"]["execution_state"] == "idle":
+                break
+        note(message)
+    after = (await client.async_wait_for_reply(question))["content"].get("user_expressions", {})
+    cells = code_cells(client.nb)
+    where = f" (after {cells[-1].describe()})" if cells else ""
+    found = []
+    if late:
+        found.append(
+            f"output arrived after the last cell was idle{where}, which JupyterLab shows and "
+            f"the page cannot:\n{''.join(late)}"
+        )
+    threads = _value(after, "threads") - _value(before, "threads")
+    if threads:
+        names = ", ".join(sorted(name for _, name in threads))
+        found.append(
+            f"the notebook leaves threads running after its last cell{where}: {names}; "
+            "whatever they print later reaches JupyterLab, not the page: join them"
+        )
+    children = _value(after, "children") - _value(before, "children")
+    if children:
+        found.append(
+            f"the notebook leaves {len(children)} child process(es) running after its last "
+            f"cell{where}: wait for them (or kill them) before the notebook ends"
+        )
+    return found
+
+
+def _value(expressions: dict[str, Any], name: str) -> set[Any]:
+    """A user expression's value as a set (of tuples): `[(1, 'x')]` → `{(1, 'x')}`."""
+    result = expressions.get(name, {})
+    if result.get("status") != "ok":
+        return set()
+    value = ast.literal_eval(result["data"]["text/plain"])
+    return {tuple(item) if isinstance(item, list) else item for item in value}
 
 
 # ── Where kernels come from ──────────────────────────────────────────────────
 
 
-class _Kernel(Protocol):
-    returncode: int | None  # None while it runs
+class _ForkedKernelManager(AsyncKernelManager):
+    """The kernel manager nbclient is given on Linux: its kernel is forked by the warm parent,
+    so it has no provisioner and no kernel spec. Starting is one order to the parent (the
+    connection file, the folder, the IPython directory, the stderr log); stopping is SIGKILL."""
 
-    async def kill(self) -> None: ...
+    def __init__(self, zygote: _Zygote) -> None:
+        super().__init__(kernel_name="python3")
+        self.zygote, self.forked = zygote, None
 
-
-class _Launcher(Protocol):
-    async def launch(
-        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
-    ) -> _Kernel: ...
-
-    async def close(self) -> None: ...
-
-
-class _SpawnedKernel:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    async def start_kernel(self, *, cwd: str, env: dict[str, str], stderr: Any, **_: Any) -> None:
+        self.write_connection_file()
+        self.forked = await self.zygote.launch(
+            self.connection_file, cwd=cwd, ipython_dir=env["IPYTHONDIR"], stderr=stderr.name
+        )
 
     @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
+    def has_kernel(self) -> bool:
+        return self.forked is not None
 
-    async def kill(self) -> None:
-        if self.process.returncode is None:
-            self.process.kill()
-        await self.process.wait()
+    async def is_alive(self) -> bool:
+        return self.forked is not None and self.forked.returncode is None
+
+    _async_is_alive = is_alive  # what the client asks its manager
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        await self.forked.kill()
+        await self.cleanup_resources()
 
 
-class _Spawner:
-    """Each kernel is its own `python -m ipykernel_launcher`: portable, pays every import."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-
-    async def launch(
-        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
-    ) -> _SpawnedKernel:
-        with stderr.open("wb") as log:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "ipykernel_launcher",
-                "-f",
-                str(connection),
-                "--HistoryManager.enabled=False",
-                cwd=cwd,
-                env={**self.env, "IPYTHONDIR": str(ipython_dir)},
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=log,
-            )
-        return _SpawnedKernel(process)
-
-    async def close(self) -> None:
-        pass
+async def _how_it_ended(km: AsyncKernelManager) -> str | None:
+    """`exited with code 3` for a kernel that has ended; None for one that never started."""
+    if isinstance(km, _ForkedKernelManager):
+        code = km.forked.returncode if km.forked else None
+    else:
+        code = await km.provisioner.poll() if km.provisioner else None
+    return None if code is None else f"exited with code {code}"
 
 
 class _ForkedKernel:
@@ -349,12 +476,20 @@ class _Zygote:
         self.process.stdin.write((json.dumps(order) + "\n").encode())
 
     async def launch(
-        self, connection: Path, *, cwd: Path, ipython_dir: Path, stderr: Path
+        self, connection: str, *, cwd: str, ipython_dir: str, stderr: str
     ) -> _ForkedKernel:
         forked: asyncio.Future[_ForkedKernel] = asyncio.get_running_loop().create_future()
         self.forks.append(forked)
-        paths = {"connection": connection, "cwd": cwd, "ipython_dir": ipython_dir, "stderr": stderr}
-        self.send({"fork": {name: str(path) for name, path in paths.items()}})
+        self.send(
+            {
+                "fork": {
+                    "connection": connection,
+                    "cwd": cwd,
+                    "ipython_dir": ipython_dir,
+                    "stderr": stderr,
+                }
+            }
+        )
         return await forked
 
     async def _read(self) -> None:
@@ -374,7 +509,7 @@ class _Zygote:
             kernel.returncode = -9 if kernel.returncode is None else kernel.returncode
             kernel.ended.set()
         while self.forks:
-            self.forks.popleft().set_exception(_KernelDied("could not start: no warm parent"))
+            self.forks.popleft().set_exception(DeadKernelError("could not start: no warm parent"))
 
     async def close(self) -> None:
         assert self.process.stdin is not None
@@ -382,155 +517,3 @@ class _Zygote:
         await self.process.wait()
         if self.reader:
             await self.reader
-
-
-class _KernelDied(Exception):
-    pass
-
-
-async def _execute(
-    client: Any, kernel: _Kernel, cells: list[CellRun], left_behind: list[str]
-) -> None:
-    """Send every cell, then read IOPub until the last cell (or the first failure) is idle;
-    then wait for quiet and record in `left_behind` what the notebook leaves running."""
-    await _wait_for_welcome(client, kernel)
-    before = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
-    by_message = {
-        client.execute(cell.source, store_history=True, allow_stdin=False, stop_on_error=True): cell
-        for cell in cells
-    }
-    pending = len(cells)
-    while pending:
-        message = await _next_iopub(client, kernel)
-        cell = by_message.get(message["parent_header"].get("msg_id"))
-        if cell is None:
-            continue
-        kind, content = message["msg_type"], message["content"]
-        if kind == "stream":
-            if content["name"] == "stdout":
-                cell.stdout += content["text"]
-            else:
-                cell.stderr += content["text"]
-        elif kind in ("execute_result", "display_data"):
-            cell.shown.append(kind)
-        elif kind == "clear_output":
-            cell.cleared = True
-        elif kind == "error":
-            cell.error = _ANSI.sub("", "\n".join(content["traceback"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            pending -= 1
-            if cell.error:
-                return  # stop_on_error: the kernel aborts the cells after this one
-    await _after_the_last_cell(client, kernel, before, cells[-1] if cells else None, left_behind)
-
-
-async def _after_the_last_cell(
-    client: Any, kernel: _Kernel, before: str, last: CellRun | None, left_behind: list[str]
-) -> None:
-    """What a reader of JupyterLab would still see after the last cell: output arriving
-    within `QUIET_AFTER_LAST_CELL`, and threads or child processes still alive then."""
-    from queue import Empty
-
-    late: list[str] = []
-
-    def note(message: dict[str, Any]) -> None:
-        if message["msg_type"] == "stream":
-            late.append(message["content"]["text"])
-        elif message["msg_type"] in ("execute_result", "display_data", "clear_output"):
-            late.append(f"[{message['msg_type']}]\n")
-
-    deadline = time.monotonic() + QUIET_AFTER_LAST_CELL
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            note(await client.get_iopub_msg(timeout=left))
-        except Empty:
-            break
-    after = client.execute("", silent=True, store_history=False, user_expressions=_LEFT_BEHIND)
-    replies = {}
-    while len(replies) < 2:
-        try:
-            reply = await client.get_shell_msg(timeout=0.25)
-        except Empty:
-            if kernel.returncode is not None:
-                raise _KernelDied(f"exited with code {kernel.returncode}") from None
-            continue
-        msg_id = reply["parent_header"].get("msg_id")
-        if msg_id in (before, after):
-            replies[msg_id] = reply["content"].get("user_expressions", {})
-    # Output that arrived between the quiet wait and the question counts too: read IOPub up
-    # to the question's own idle status.
-    while True:
-        message = await _next_iopub(client, kernel)
-        note(message)
-        if (
-            message["msg_type"] == "status"
-            and message["content"]["execution_state"] == "idle"
-            and message["parent_header"].get("msg_id") == after
-        ):
-            break
-    start, end = replies[before], replies[after]
-    where = f" (after {last.describe()})" if last else ""
-    if late:
-        left_behind.append(
-            f"output arrived after the last cell was idle{where}, which JupyterLab shows and "
-            f"the page cannot:\n{''.join(late)}"
-        )
-    threads = _value(end, "threads") - _value(start, "threads")
-    if threads:
-        names = ", ".join(sorted(name for _, name in threads))
-        left_behind.append(
-            f"the notebook leaves threads running after its last cell{where}: {names}; "
-            "whatever they print later reaches JupyterLab, not the page: join them"
-        )
-    children = _value(end, "children") - _value(start, "children")
-    if children:
-        left_behind.append(
-            f"the notebook leaves {len(children)} child process(es) running after its last "
-            f"cell{where}: wait for them (or kill them) before the notebook ends"
-        )
-
-
-def _value(expressions: dict[str, Any], name: str) -> set[Any]:
-    """A user expression's value as a set (of tuples): `[(1, 'x')]` → `{(1, 'x')}`."""
-    import ast
-
-    result = expressions.get(name, {})
-    if result.get("status") != "ok":
-        return set()
-    value = ast.literal_eval(result["data"]["text/plain"])
-    return {tuple(item) if isinstance(item, list) else item for item in value}
-
-
-async def _wait_for_welcome(client: Any, kernel: _Kernel) -> None:
-    while (await _next_iopub(client, kernel))["msg_type"] != "iopub_welcome":
-        pass
-
-
-async def _next_iopub(client: Any, kernel: _Kernel) -> dict[str, Any]:
-    from queue import Empty
-
-    while True:
-        try:
-            return await client.get_iopub_msg(timeout=0.25)
-        except Empty:
-            if kernel.returncode is not None:
-                raise _KernelDied(f"exited with code {kernel.returncode}") from None
-
-
-def _write_connection_file(folder: Path) -> Path:
-    """A connection file for IPC transport: sockets are files in `folder`, no TCP ports."""
-    info = {
-        "transport": "ipc",
-        "ip": str(folder / "kernel"),
-        "shell_port": 1,
-        "iopub_port": 2,
-        "stdin_port": 3,
-        "control_port": 4,
-        "hb_port": 5,
-        "key": secrets.token_hex(16),
-        "signature_scheme": "hmac-sha256",
-        "kernel_name": "python3",
-    }
-    path = folder / "kernel.json"
-    path.write_text(json.dumps(info), encoding="utf-8")
-    return path

@@ -237,9 +237,12 @@ def test_every_normalization_rule_says_why() -> None:
         assert rule.why.strip(), f"normalisation rule {rule.name!r} does not say why it exists"
 
 
-def test_notebooks_are_written_exactly_as_nbformat_writes_them() -> None:
-    notebook = with_expected(read_notebook(NOTEBOOK_02), "\n  dos\n")
-    assert dumps(notebook) == nbformat.writes(nbformat.from_dict(notebook)) + "\n"
+def test_a_stored_notebook_is_valid_and_reads_back_unchanged() -> None:
+    text = dumps(stored_form(with_expected(read_notebook(NOTEBOOK_02), "\n  dos\n")))
+    notebook = nbformat.reads(text, as_version=4)
+    nbformat.validate(notebook)
+    assert expected_block(notebook).text == "\n  dos\n"
+    assert nbformat.writes(notebook) + "\n" == text
 
 
 def test_the_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
