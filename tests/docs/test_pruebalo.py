@@ -66,9 +66,6 @@ SIN_PRUEBALO_TODAVIA = {
     "06",
     "07",
     "08",
-    "12",
-    "13",
-    "15",
     "16",
 }
 
@@ -144,6 +141,23 @@ EXPERIMENTOS = [
         se_ve=("UncertainEffect: run 'incierto-2', step 000001-tool: tool 'consultar_saldo'",),
     ),
     Experimento(
+        "12.pruebalo-otro-motivo",
+        linea=("guion", '"noches": "tres"', '"noches": 3.5'),
+        se_ve=(
+            "output.noches must be integer, got 3.5",
+            "respuestas que no valían: 1 (pagadas igual)",
+        ),
+    ),
+    Experimento(
+        "13.pruebalo-tarea",
+        linea=(
+            "agente",
+            'tarea = "¿Cuánto suman las cuentas ES11 y ES22?"',
+            'tarea = "¿Cuánto suman las cuentas ES11 y ES22, en euros?"',
+        ),
+        se_ve=("000000-model 32 5 sin medir —", "total 122 20 sin medir"),
+    ),
+    Experimento(
         "14.pruebalo-dentro",
         parametros={"muere_en": "dentro"},
         se_ve=(
@@ -167,6 +181,25 @@ EXPERIMENTOS = [
         "14.pruebalo-antes",
         parametros={"muere_en": "antes"},
         se_ve=("sin eventos", "modelo ×3 (padre 1 · hijo 2) · buscar_vuelos ×1"),
+    ),
+    Experimento(
+        "15.pruebalo-denegar",
+        linea=(
+            "politica",
+            'return Verdict.terminate("borrar correos no se hace desde un agente")',
+            'return Verdict.deny("borrar correos no se hace desde un agente")',
+        ),
+        se_ve=(
+            "denied by policy: borrar correos no se hace desde un agente",
+            "reason=None",
+            "vaciar_buzon ×0",
+        ),
+    ),
+    Experimento(
+        "15.pruebalo-riesgo",
+        linea=("herramientas", "@tool(risk=Risk.DESTRUCTIVE)", "@tool(risk=Risk.SOFT_WRITE)"),
+        se_para=("terminar", "AssertionError"),
+        se_ve=("vaciar_buzon ×1",),
     ),
     Experimento(
         "17.pruebalo-idempotente",
@@ -315,6 +348,12 @@ def items(path: Path) -> dict[str, str]:
     return found
 
 
+def one_line(text: str) -> str:
+    """The text with its runs of spaces and line breaks as one space: an item quotes a table
+    row («000000-model 33 5 sin medir») as prose, the run prints it in columns."""
+    return " ".join(text.split())
+
+
 def printed_by_the_page(path: Path) -> str:
     """What the notebook prints as it is: its *Lo que imprime* block."""
     return expected_block(read(path)).text
@@ -351,11 +390,11 @@ def test_what_an_experiment_promises_is_written_in_its_item_and_printed_by_its_r
         shown += f"{resultado.fallo[1]}: {resultado.fallo[2]}\n"
     for fragment in experimento.se_ve:
         assert fragment in words, f"{experimento.claim}: the item does not say «{fragment}»"
-        assert fragment in shown, (
+        assert one_line(fragment) in one_line(shown), (
             f"{experimento.claim}: the run does not print «{fragment}»; it printed:\n{shown}"
         )
-    as_it_is = printed_by_the_page(path)
-    assert any(f not in as_it_is for f in experimento.se_ve), (
+    as_it_is = one_line(printed_by_the_page(path))
+    assert any(one_line(f) not in as_it_is for f in experimento.se_ve), (
         f"{experimento.claim}: the notebook as it is prints all of {experimento.se_ve}; the "
         "experiment changes nothing a learner sees"
     )
