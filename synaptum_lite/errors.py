@@ -22,6 +22,7 @@
     │   ├── RemoteUnavailable          it cannot be reached: down, refusing, timing out
     │   ├── RemoteProtocolError        it answered what A2A 1.0 does not allow
     │   └── RemoteTaskLost             it no longer knows a task it accepted
+    ├── McpServerLost                  an MCP server went away with a call in flight
     └── ProviderError                  a model provider failed (`retryable` says if retrying helps)
 
 Failures caused by the model (a call to an unknown tool, unreadable arguments) or by a tool
@@ -264,6 +265,46 @@ class NothingToResolve(SynaptumError):
         super().__init__(
             f"run {run_id!r}, step {step_id} is {state}, so there is nothing to resolve; "
             "read the journal (load_events(checkpointer, run_id)) to find the pending step"
+        )
+
+
+class McpServerLost(SynaptumError):
+    """An MCP server (`synaptum_lite.mcp`) went away, or did not answer, with a call in flight,
+    or before it finished starting.
+
+    Whether the call had its effect is unknown: its step stays attempted, never completed, and
+    nothing is retried. `tool`, `arguments`, `run_id` and `step_id` name the call (all None
+    when the server was starting); `detail` is what the SDK reported.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        detail: str,
+        *,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        step_id: str | None = None,
+    ) -> None:
+        self.server = server
+        self.detail = detail
+        self.tool = tool
+        self.arguments = arguments
+        self.run_id = run_id
+        self.step_id = step_id
+        if tool is None:
+            super().__init__(
+                f"MCP server {server!r} went away during its start-up ({detail}); no tool was "
+                "called: check its command and what it wrote to stderr, then connect again"
+            )
+            return
+        super().__init__(
+            f"MCP server {server!r} went away during the call to tool {tool!r} (run {run_id!r}, "
+            f"step {step_id}) with arguments {arguments!r} ({detail}); whether the call had its "
+            "effect is unknown, so nothing was retried and the step stays attempted. Start the "
+            "server again and run the same run_id: an idempotent tool runs again, a "
+            "non-idempotent one raises UncertainEffect for a person to resolve"
         )
 
 

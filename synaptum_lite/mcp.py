@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import ConfigurationError, InvalidToolCall, SynaptumError
+from .errors import ConfigurationError, InvalidToolCall, McpServerLost
 from .tools import Risk, Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -55,22 +55,6 @@ INSTALL = "pip install 'synaptum-lite[mcp]' (or: uv sync --extra mcp)"
 #: first `__` of a name always ends its prefix.
 SEPARATOR = "__"
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
-
-
-class McpServerLost(SynaptumError):
-    """The MCP server went away, or did not answer, while a call was in flight (or before it
-    finished starting). Whether the call had its effect is unknown: the step stays attempted."""
-
-    def __init__(self, server: str, during: str, detail: str) -> None:
-        self.server = server
-        self.during = during
-        self.detail = detail
-        super().__init__(
-            f"MCP server {server!r} went away during {during} ({detail}); whether the call had "
-            "its effect is unknown, so nothing was retried and the step stays attempted. Start "
-            "the server again and run the same run_id: an idempotent tool runs again, a "
-            "non-idempotent one raises UncertainEffect for a person to resolve"
-        )
 
 
 class McpToolError(Exception):
@@ -159,7 +143,7 @@ async def connect(
                 server_name = introduced.server_info.name or prefix
                 listed = await _list_tools(session)
             except (OSError, MCPError) as exc:
-                raise McpServerLost(server_name, "its start-up", _describe(exc)) from None
+                raise McpServerLost(server_name, _describe(exc)) from None
             yield McpServer(
                 server_name,
                 prefix,
@@ -223,17 +207,20 @@ def _adapt(
     schema.setdefault("properties", {})
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
-        during = (
-            f"the call to tool {name!r} (run {context.run_id!r}, step {context.step_id}) with "
-            f"arguments {arguments!r}"
-        )
         try:
             result = await session.call_tool(
                 listed.name, arguments, read_timeout_seconds=call_timeout
             )
         except MCPError as exc:
             if _lost(exc):
-                raise McpServerLost(server, during, _describe(exc)) from None
+                raise McpServerLost(
+                    server,
+                    _describe(exc),
+                    tool=name,
+                    arguments=arguments,
+                    run_id=context.run_id,
+                    step_id=context.step_id,
+                ) from None
             raise McpToolError(f"the MCP server answered with an error: {exc.message}") from None
         text = "\n".join(block.text for block in result.content if block.type == "text")
         if result.is_error:
