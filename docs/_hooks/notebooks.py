@@ -19,9 +19,10 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
   page's first search result. The nav keeps its short label (`mkdocs.yml`: mkdocs-jupyter's
   `ignore_h1_titles`, and the label set `page.title`); an entry without one shows this title.
 - `on_page_content` also keeps code out of the search index: Material's search skips an
-  element marked `data-search-exclude`, and the hook marks each code cell (its source, the
-  copy button's hidden "Copied!", and the hidden copy of the source the button copies) and
-  each heading's "¶" link. The page's prose and its *Lo que imprime* block stay searchable.
+  element marked `data-search-exclude`, and the hook marks what a code cell shows (its
+  source, the copy button's hidden "Copied!", the hidden copy of the source the button
+  copies, the badge of a cell's tag) and each heading's "¶" link. The page's prose and its
+  *Lo que imprime* block stay searchable.
 - `on_page_content` also mends the notebook page's table of contents: mkdocs-jupyter builds it
   from the Markdown with code spans left out, so a heading with one (`mismo run_id`) got an
   entry whose anchor the page does not have; each entry takes the id of its heading.
@@ -133,13 +134,15 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
 
 
 #: The opening tags Material's search must skip, in a code cell: the copy button (its hidden
-#: "Copied!"), the highlighted source, the hidden copy the button copies; and a heading's "¶".
+#: "Copied!"), the highlighted source, the hidden copy the button copies, a tag's badge
+#: ("parameters"); and a heading's "¶".
 #: Each is marked itself, not the cell around them: Material's search parser tells elements
 #: apart by tag name only, so an excluded <div> stops being skipped at the first </div> inside it.
 _NOT_SEARCHED = re.compile(
     r"<(clipboard-copy\b"
     r'|(?<=<div class="highlight-ipynb hl-python"><)pre\b'
     r'|div class="clipboard-copy-txt"'
+    r'|span class="cell-tag"'
     r'|a class="anchor-link")'
 )
 
