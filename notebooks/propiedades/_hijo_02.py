@@ -64,7 +64,7 @@ def cajero() -> Agent:
     return Agent(
         "cajero",
         model=nombre_del_modelo(),
-        instructions="Consultas saldos con la herramienta. Responde en una frase.",
+        instructions="Consultas saldos con la herramienta. Responde en español, en una frase.",
         tools=[consultar_saldo],
     )
 

@@ -55,7 +55,7 @@ def cajero() -> Agent:
     return Agent(
         "cajero",
         model=nombre_del_modelo(),
-        instructions="Haces transferencias con la herramienta. Responde en una frase.",
+        instructions="Haces transferencias con la herramienta. Responde en español, en una frase.",
         tools=[transferir],
     )
 
