@@ -64,9 +64,7 @@ SIN_PRUEBALO_TODAVIA = {
     "02",
     "04",
     "06",
-    "07",
     "08",
-    "16",
 }
 
 
@@ -155,7 +153,16 @@ EXPERIMENTOS = [
             'tarea = "¿Cuánto suman las cuentas ES11 y ES22?"',
             'tarea = "¿Cuánto suman las cuentas ES11 y ES22, en euros?"',
         ),
-        se_ve=("000000-model 32 5 sin medir —", "total 122 20 sin medir"),
+        se_ve=("000000-model 35 5 sin medir —", "total 131 20 sin medir"),
+    ),
+    Experimento(
+        "07.pruebalo-corte",
+        linea=(
+            "run-a-medias",
+            'if paso.kind == "tool" and paso.phase.value == "completed":',
+            'if paso.kind == "model" and paso.phase.value == "completed":',
+        ),
+        se_ve=("journal: 2 eventos", "ConfigurationChanged · fields ['tools']"),
     ),
     Experimento(
         "14.pruebalo-dentro",
@@ -181,6 +188,19 @@ EXPERIMENTOS = [
         "14.pruebalo-antes",
         parametros={"muere_en": "antes"},
         se_ve=("sin eventos", "modelo ×3 (padre 1 · hijo 2) · buscar_vuelos ×1"),
+    ),
+    Experimento(
+        "16.pruebalo-a-mano",
+        linea=(
+            "importar",
+            'await import_run(destino, exportacion.read_text(encoding="utf-8"))',
+            'await import_run(destino, exportacion.read_text(encoding="utf-8").replace("12 en stock", "2 en stock"))',  # noqa: E501
+        ),
+        se_para=("importar", "ReplayDivergence"),
+        se_ve=(
+            "ReplayDivergence: run 'pedido-1' diverges from its journal at step 000002-model",
+            "nothing was executed",
+        ),
     ),
     Experimento(
         "15.pruebalo-denegar",
