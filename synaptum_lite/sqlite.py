@@ -1,5 +1,5 @@
-"""The SQLite checkpointer: the embedded default, one plain file. The only module that writes SQL
-for SQLite.
+"""The SQLite checkpointer: the embedded default, one plain file. It owns the connection and
+what SQLite's errors mean; the tables and statements it runs are in `sqlite_schema.py`.
 
 The file is opened in WAL mode. `durability="full"` (the default) syncs every commit, so an
 appended event survives a power loss; `durability="normal"` syncs at checkpoints only, which
@@ -17,12 +17,12 @@ import os
 import sqlite3
 import threading
 import weakref
-import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import runlock
+from . import sqlite_schema as sql
 from .errors import (
     ConfigurationError,
     CorruptJournal,
@@ -31,55 +31,19 @@ from .errors import (
     NotAJournal,
     StoreFull,
     StoreUnavailable,
-    UnsupportedFormat,
 )
 from .events import Record, Step
 from .journal import (
-    FORMAT_VERSION,
     Encoded,
     RunState,
     check_run_id,
     encode_events,
     encode_header,
     holding,
-    is_final,
-    never_started,
     run_state,
 )
 
 T = TypeVar("T")
-
-# The file says what it is: `application_id` marks a synaptum_lite journal and
-# `user_version` is its format. Events live in a rowid table (rows of a kilobyte or more
-# pack well there) whose rowid is `run << 32 | seq`: a run's journal is one contiguous range
-# of the table, read in order with no index, and the final event is one lookup
-# (`runs.final_event`). The only index is the event key, which makes appending an already
-# journaled event a no-op. `data` is JSON text, or zlib-compressed JSON (a BLOB) when that
-# saves at least a tenth of a record of 256 bytes or more.
-APPLICATION_ID = 0x53594E4C  # "SYNL"
-_SCHEMA = (
-    """CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL UNIQUE,
-    header TEXT NOT NULL,
-    next_seq INTEGER NOT NULL DEFAULT 0,
-    final_event INTEGER
-)""",
-    """CREATE TABLE events (
-    id INTEGER PRIMARY KEY,
-    run INTEGER NOT NULL,
-    step_id TEXT NOT NULL,
-    phase TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    data NOT NULL,
-    UNIQUE (run, step_id, phase, attempt)
-)""",
-)
-# Compression pays its rent in bytes, not time: benchmarks/core_journal.py (N=200 and 400,
-# medians of 3, side by side) measured a prose-like journal at 1.01-1.05 x its payload with it
-# and 1.85-1.89 x without (0.56 x the file), at the same CPU per step (0.76-0.79 ms against
-# 0.75-0.77 ms, within the noise).
-_COMPRESS_FROM = 256
 
 
 class SqliteCheckpointer:
@@ -158,7 +122,8 @@ class SqliteCheckpointer:
 
 
 class _Database:
-    """The connection and every statement; its checkpointer calls it one call at a time."""
+    """The connection, and what SQLite's errors mean; its checkpointer calls it one call at a
+    time, and the statements are in `sqlite_schema.py`."""
 
     def __init__(self, path: Path, durability: str) -> None:
         self.path = path
@@ -169,16 +134,16 @@ class _Database:
         self._damage: str | None = None  # what showed the file is damaged, once seen
 
     def load(self, run_id: str) -> tuple[Any, Any]:
-        return self._run(self._load, run_id)
+        return self._run(sql.load, run_id)
 
     def start(self, run_id: str, header: str) -> None:
-        return self._write(self._start, run_id, header)
+        return self._write(sql.start, run_id, header)
 
     def append(self, run_id: str, encoded: list[Encoded]) -> int:
-        return self._write(self._append, run_id, encoded)
+        return self._write(sql.append, run_id, encoded)
 
     def records(self, run_id: str) -> list[Record]:
-        return self._run(self._records, run_id)
+        return self._run(sql.records, run_id)
 
     def close(self) -> None:
         if self._connection is not None:
@@ -196,7 +161,7 @@ class _Database:
         damaged elsewhere."""
         if self._damage is None and not self._checked:
             try:
-                problems = self._run(_quick_check)
+                problems = self._run(sql.quick_check)
             except DamagedStore as exc:  # too damaged for the check to finish
                 problems = exc.detail.removeprefix("SQLite: ")
             if problems:
@@ -213,16 +178,16 @@ class _Database:
             self._damage = self._damage or f"{exc.detail}, reading run {exc.run_id!r}"
             raise
         except sqlite3.DatabaseError as exc:
-            code = _primary_code(exc)
-            if self._connection is not None and code == _SQLITE_NOTADB:
+            code = sql.primary_code(exc)
+            if self._connection is not None and code == sql.SQLITE_NOTADB:
                 self.close()
                 raise NotAJournal(self.path.name, "SQLite says: file is not a database") from exc
-            if code == _SQLITE_CORRUPT:
+            if code == sql.SQLITE_CORRUPT:
                 self._damage = self._damage or f"SQLite: {exc}"
                 raise DamagedStore(self.path.name, f"SQLite: {exc}") from exc
-            if code == _SQLITE_FULL:
+            if code == sql.SQLITE_FULL:
                 raise StoreFull(self.path.name, f"SQLite: {exc}") from exc
-            if code == _SQLITE_READONLY:
+            if code == sql.SQLITE_READONLY:
                 raise StoreUnavailable(
                     self.path.name, f"this process may only read the file; SQLite says: {exc}"
                 ) from exc
@@ -236,7 +201,7 @@ class _Database:
             runlock.refuse_hard_links(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            self._prepare(connection)
+            sql.prepare(connection, self.path.name, self.durability)
         except BaseException:
             connection.close()
             raise
@@ -245,165 +210,3 @@ class _Database:
             with contextlib.suppress(LockFailed):  # then no hold can open the file either
                 self._file = runlock.enter_file(self.path)
         return connection
-
-    def _prepare(self, connection: sqlite3.Connection) -> None:
-        try:
-            connection.execute("BEGIN")  # one snapshot: another process may be creating the file
-            application_id = connection.execute("PRAGMA application_id").fetchone()[0]
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-            tables = {
-                name
-                for (name,) in connection.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'"
-                )
-            }
-            connection.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if _primary_code(exc) == _SQLITE_CANTOPEN:
-                raise StoreUnavailable(self.path.name, f"SQLite cannot open it: {exc}") from exc
-            raise NotAJournal(self.path.name, f"SQLite says: {exc}") from exc
-        if application_id != APPLICATION_ID and (tables or application_id):
-            what = (
-                f"it holds other tables: {', '.join(sorted(tables))}"
-                if tables
-                else "another application's id"
-            )
-            raise NotAJournal(self.path.name, what)
-        if version > FORMAT_VERSION:
-            raise UnsupportedFormat(self.path.name, version, FORMAT_VERSION)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute(f"PRAGMA synchronous={self.durability.upper()}")
-        connection.execute("PRAGMA busy_timeout=5000")
-        if application_id != APPLICATION_ID:
-            connection.execute("BEGIN IMMEDIATE")  # two processes creating one file: one wins
-            if connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
-                for statement in _SCHEMA:
-                    connection.execute(statement)
-                connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                connection.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-            connection.execute("COMMIT")
-
-    @staticmethod
-    def _load(connection: sqlite3.Connection, run_id: str) -> tuple[Any, Any]:
-        with _damage_names(run_id, None):
-            row = connection.execute(
-                "SELECT header, next_seq, final_event FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        if row is None or row[2] is None:
-            return row, None
-        with _damage_names(run_id, row[2] & 0xFFFFFFFF):
-            final = connection.execute(
-                "SELECT id & 4294967295, step_id, phase, attempt, data FROM events WHERE id = ?",
-                (row[2],),
-            ).fetchone()
-        return row, _record(final)
-
-    @staticmethod
-    def _start(connection: sqlite3.Connection, run_id: str, header: str) -> None:
-        connection.execute(
-            "INSERT OR IGNORE INTO runs (run_id, header) VALUES (?, ?)", (run_id, header)
-        )
-
-    @staticmethod
-    def _append(connection: sqlite3.Connection, run_id: str, encoded: list[Encoded]) -> int:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            row = connection.execute(
-                "SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if row is None:
-                raise never_started(run_id)
-            run, seq = row
-            final_event = None
-            for step_id, phase, attempt, data in encoded:
-                cursor = connection.execute(
-                    "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                    (run << 32 | seq, run, step_id, phase, attempt, _pack(data)),
-                )
-                if cursor.rowcount:
-                    if is_final(step_id):
-                        final_event = cursor.lastrowid
-                    seq += 1
-            connection.execute(
-                "UPDATE runs SET next_seq = ?, final_event = coalesce(?, final_event) WHERE id = ?",
-                (seq, final_event, run),
-            )
-            connection.execute("COMMIT")
-        except BaseException:
-            # SQLite may have rolled back already (a full disk does): the first error is the one
-            # to report, never "cannot rollback - no transaction is active"
-            if connection.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
-            raise
-        return int(seq)
-
-    @staticmethod
-    def _records(connection: sqlite3.Connection, run_id: str) -> list[Record]:
-        with _damage_names(run_id, None):
-            row = connection.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            return []
-        records: list[Record] = []
-        with _damage_names(run_id, lambda: len(records)):  # positions are dense from 0
-            for found in connection.execute(
-                "SELECT id & 4294967295, step_id, phase, attempt, data FROM events"
-                " WHERE id BETWEEN ? AND ? ORDER BY id",
-                (row[0] << 32, row[0] << 32 | 0xFFFFFFFF),
-            ):
-                records.append(_record(found))
-        return records
-
-
-# SQLite's primary result codes this module tells apart (`sqlite3.Error.sqlite_errorcode`
-# holds the extended code; its low byte is the primary one)
-_SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = (
-    8,
-    11,
-    13,
-    14,
-    26,
-)
-
-
-def _primary_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return None if code is None else code & 0xFF
-
-
-@contextlib.contextmanager
-def _damage_names(run_id: str, seq: int | Callable[[], int] | None) -> Iterator[None]:
-    """Turn SQLite finding the file damaged into `CorruptJournal` naming the run and the
-    position being read (None: the run's header)."""
-    try:
-        yield
-    except sqlite3.DatabaseError as exc:
-        if _primary_code(exc) != _SQLITE_CORRUPT:
-            raise
-        position = seq() if callable(seq) else seq
-        raise CorruptJournal(run_id, position, f"SQLite: {exc}") from exc
-
-
-def _quick_check(connection: sqlite3.Connection) -> str:
-    """What SQLite's structural check finds wrong with the file ('' when nothing)."""
-    rows = [row[0] for row in connection.execute("PRAGMA quick_check(3)")]
-    return "" if rows == ["ok"] else "; ".join(rows)
-
-
-def _pack(data: str) -> str | bytes:
-    if len(data) < _COMPRESS_FROM:
-        return data
-    raw = data.encode()
-    packed = zlib.compress(raw, 1)
-    return packed if len(packed) * 10 <= len(raw) * 9 else data
-
-
-def _record(row: tuple[Any, ...]) -> Record:
-    seq, step_id, phase, attempt, data = row
-    if not isinstance(data, bytes):
-        return Record._make(row)
-    try:
-        data = zlib.decompress(data).decode()
-    except (zlib.error, UnicodeDecodeError) as exc:
-        data = f"<undecodable: {exc}>"  # decode() turns this into CorruptJournal with the seq
-    return Record(seq, step_id, phase, attempt, data)
