@@ -8,11 +8,9 @@ approval request with `decide`.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError, NothingToResolve
 from .events import ApprovalDecision, ApprovalStep, Decision, Phase, Step, ToolStep
@@ -21,6 +19,18 @@ from .journal import Checkpointer, load_events
 from .messages import ToolResult, lone_surrogate
 from .replay import StepHistory, index
 from .tools import to_result_text
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+def _jitter() -> float:
+    """A number drawn uniformly from [0, 1), as `random.random` draws it."""
+    # imported here: `random` is 1 ms of `import synaptum_lite` (python -X importtime), and
+    # only a retry needs it
+    import random
+
+    return random.random()
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +45,7 @@ class RetryPolicy:
     max_attempts: int = 4
     base: float = 0.5
     cap: float = 30.0
-    random: Callable[[], float] = field(default=random.random, compare=False)
+    random: Callable[[], float] = field(default=_jitter, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -47,6 +57,15 @@ class RetryPolicy:
             return min(self.cap, max(0.0, retry_after))
         backoff = min(self.cap, self.base * 2.0 ** (attempt - 1))
         return backoff * (0.5 + 0.5 * self.random())
+
+
+def _now() -> datetime:
+    """The time now, in UTC."""
+    # imported here: `datetime` is 1 ms of `import synaptum_lite` (python -X importtime), and
+    # only a person's decision reads the clock
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
 
 
 async def _sleep(seconds: float) -> None:
@@ -68,7 +87,7 @@ class Session:
     checkpointer: Checkpointer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], Awaitable[Any]] = _sleep
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Callable[[], datetime] = field(default=_now)
 
     def __post_init__(self) -> None:
         if not isinstance(self.run_id, str) or not self.run_id:
