@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -264,7 +265,14 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (see `EXIT_CODES`)."""
+    """Run the command line; returns the exit code (see `EXIT_CODES`).
+
+    It reads and writes UTF-8 on every OS. Elsewhere Windows gives pipes and files its
+    locale's code page, which cannot hold `→` or every character a journal holds, and an
+    export must import back as it was."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
     return asyncio.run(run(argv))
 
 
