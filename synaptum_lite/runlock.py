@@ -1,8 +1,9 @@
 """One driver per run for the SQLite store: a lock on one byte of the journal file itself.
 
-The store uses four names: `enter_file` (this process's counted handle on a file), `lock_run`
-(hold a run of that file, or None when another driver holds it), `leave_file`, and
-`close_collected` (a finalizer's close that must not wait for this module's lock).
+The store uses five names: `enter_file` (this process's counted handle on a file), `lock_run`
+(hold a run of that file, or None when another driver holds it), `leave_file`,
+`refuse_hard_links`, and `close_collected` (a finalizer's close that must not wait for this
+module's lock).
 
 A run's lock is taken on the journal file, not on a file beside it: every name of the file
 (relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
