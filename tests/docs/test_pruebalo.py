@@ -60,10 +60,7 @@ CHECK_CELL = "comprobar-pruebalo"
 #: Notebooks whose *Pruébalo* may still be missing (issue 18; 17–19 are being written): the
 #: list only shrinks. Once a notebook has its Pruébalo cell, it is checked, listed or not.
 SIN_PRUEBALO_TODAVIA = {
-    "01",
     "02",
-    "04",
-    "06",
     "08",
 }
 
@@ -163,6 +160,36 @@ EXPERIMENTOS = [
             'if paso.kind == "model" and paso.phase.value == "completed":',
         ),
         se_ve=("journal: 2 eventos", "ConfigurationChanged · fields ['tools']"),
+    ),
+    Experimento(
+        "01.pruebalo-otro-saldo",
+        linea=("herramientas", 'return "4.200,00 €"', 'return "1.000,00 €"'),
+        se_ve=(
+            "convertir(importe=1000.0, moneda='USD')",
+            "Hay 1.000,00 € en la cuenta, unos 1080.00 USD.",
+        ),
+    ),
+    Experimento(
+        "04.pruebalo-trozos",
+        linea=(
+            "corte",
+            "puerta = gateway(guion(), chunk_size=8)",
+            "puerta = gateway(guion(), chunk_size=16)",
+        ),
+        se_ve=("«Es el registro de un run: cada paso, escrito ant»", "000000-model intentado"),
+    ),
+    Experimento(
+        "06.pruebalo-operadora",
+        linea=(
+            "operadora",
+            "apunte = efecto_apuntado(sitio, incierto.tool, incierto.arguments)",
+            "apunte = None",
+        ),
+        se_para=("totales", "AssertionError"),
+        se_ve=(
+            "dentro de transferir 7 4 1 2 1 igual allow_retry",
+            "dentro de transferir: efecto repetido",
+        ),
     ),
     Experimento(
         "14.pruebalo-dentro",
