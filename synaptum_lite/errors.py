@@ -22,7 +22,7 @@
     │   ├── RemoteUnavailable          it cannot be reached: down, refusing, timing out
     │   ├── RemoteProtocolError        it answered what A2A 1.0 does not allow
     │   └── RemoteTaskLost             it no longer knows a task it accepted
-    ├── McpServerLost                  an MCP server went away with a call in flight
+    ├── McpServerLost                  an MCP server went away, or went silent, mid-call
     └── ProviderError                  a model provider failed (`retryable` says if retrying helps)
 
 Failures caused by the model (a call to an unknown tool, unreadable arguments) or by a tool
@@ -300,7 +300,7 @@ class McpServerLost(SynaptumError):
             )
             return
         super().__init__(
-            f"MCP server {server!r} went away during the call to tool {tool!r} (run {run_id!r}, "
+            f"MCP server {server!r} was lost during the call to tool {tool!r} (run {run_id!r}, "
             f"step {step_id}) with arguments {arguments!r} ({detail}); whether the call had its "
             "effect is unknown, so nothing was retried and the step stays attempted. Start the "
             "server again and run the same run_id: an idempotent tool runs again, a "

@@ -1,6 +1,7 @@
 """El servidor MCP del cuaderno 17: un gestor de incidencias que no escribimos nosotros.
 
-    python _servidor_17.py EFECTOS [--muere-dentro HERRAMIENTA] [--esquema-nuevo]
+    python _servidor_17.py EFECTOS [--muere-dentro HERRAMIENTA | --calla-dentro HERRAMIENTA]
+        [--esquema-nuevo]
 
 Un proceso que habla MCP por stdio (el SDK oficial, `mcp`, de PyPI) y ofrece cuatro
 herramientas. Tres dicen de sí mismas lo que hacen con anotaciones (`readOnlyHint`,
@@ -11,7 +12,8 @@ JSON por vez, antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro
 el registro del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
 
 Con `--muere-dentro HERRAMIENTA`, el servidor se mata con SIGKILL dentro de esa herramienta,
-con el efecto hecho y apuntado y sin haber contestado. Con `--esquema-nuevo`, `comentar` pide
+con el efecto hecho y apuntado y sin haber contestado; con `--calla-dentro HERRAMIENTA`, se
+queda ahí sin contestar nunca (un servidor colgado). Con `--esquema-nuevo`, `comentar` pide
 un argumento más: el mismo servidor, otra versión, con otro esquema.
 """
 
@@ -22,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +37,8 @@ from pydantic import Field
 EFECTOS: Path | None = None
 #: La herramienta dentro de la cual este proceso se mata, después de su efecto.
 MUERE_DENTRO: str | None = None
+#: La herramienta dentro de la cual este proceso se queda callado, después de su efecto.
+CALLA_DENTRO: str | None = None
 
 #: Las incidencias que el servidor conoce.
 INCIDENCIAS = {"INC-7": "La impresora de la planta 2 no imprime."}
@@ -49,6 +54,8 @@ def apuntar(que: str, argumentos: dict | None = None, resultado: str | None = No
             fichero.write(linea + "\n")  # al cerrarse, llega al sistema operativo
     if que == MUERE_DENTRO:
         os.kill(os.getpid(), signal.SIGKILL)  # el efecto ya ocurrió; no se contesta
+    if que == CALLA_DENTRO:
+        time.sleep(3600)  # el efecto ya ocurrió; la respuesta no llega
 
 
 def leer_apuntes(efectos: Path) -> list[dict]:
@@ -121,13 +128,15 @@ def servidor(esquema_nuevo: bool = False) -> MCPServer:
 
 
 def main(argv: list[str]) -> None:
-    global EFECTOS, MUERE_DENTRO
+    global EFECTOS, MUERE_DENTRO, CALLA_DENTRO
     parser = argparse.ArgumentParser(prog="_servidor_17.py")
     parser.add_argument("efectos", type=Path)
     parser.add_argument("--muere-dentro", metavar="HERRAMIENTA")
+    parser.add_argument("--calla-dentro", metavar="HERRAMIENTA")
     parser.add_argument("--esquema-nuevo", action="store_true")
     opciones = parser.parse_args(argv)
     EFECTOS, MUERE_DENTRO = opciones.efectos, opciones.muere_dentro
+    CALLA_DENTRO = opciones.calla_dentro
     apuntar("arranque", {"pid": os.getpid()})  # quién es: el cuaderno comprueba que muere
     servidor(opciones.esquema_nuevo).run("stdio")
 

@@ -158,7 +158,7 @@ def test_a_server_that_dies_mid_call_stops_the_run_and_the_effect_is_left_to_a_p
     with pytest.raises(McpServerLost) as lost:
         asyncio.run(whole_run(store, "muere", effects, "--muere-dentro", "comentar"))
     assert str(lost.value) == (
-        "MCP server 'incidencias' went away during the call to tool 'incidencias__comentar' "
+        "MCP server 'incidencias' was lost during the call to tool 'incidencias__comentar' "
         "(run 'muere', step 000005-tool) with arguments {'incidencia': 'INC-7', 'texto': "
         "'Cambiado el tóner.'} (MCPError: Connection closed); whether the call had its effect "
         "is unknown, so nothing was retried and the step stays attempted. Start the server "
@@ -216,6 +216,40 @@ def test_a_schema_changed_on_the_server_between_two_passes_is_refused_naming_the
     )
     after = effects_of(effects)
     assert after - before == {"arranque": 1}  # the new server started; no tool was called
+
+
+def test_a_server_that_goes_silent_mid_call_is_lost_after_the_timeout_and_nothing_repeats(
+    tmp_path,
+):
+    effects, store = tmp_path / "efectos.jsonl", tmp_path / "runs.db"
+
+    async def until_silence():
+        with open(tmp_path / "servidor.log", "w", encoding="utf-8") as log:
+            async with connect(
+                sys.executable,
+                str(SERVER),
+                str(effects),
+                "--calla-dentro",
+                "avisar_cliente",
+                prefix=PREFIX,
+                errlog=log,
+                call_timeout=1.0,
+            ) as connected:
+                async for _step in agent(connected.tools).run(
+                    TASK, session=session("calla", connected.tools, store)
+                ):
+                    pass
+
+    with pytest.raises(McpServerLost) as lost:
+        asyncio.run(until_silence())
+    assert str(lost.value).startswith(
+        "MCP server 'incidencias' was lost during the call to tool 'incidencias__avisar_cliente' "
+        "(run 'calla', step 000007-tool)"
+    )
+    assert lost.value.detail.startswith("MCPError: ")  # the SDK's words for the timeout
+    with pytest.raises(UncertainEffect):
+        asyncio.run(whole_run(store, "calla", effects))
+    assert effects_of(effects)["avisar_cliente"] == 1
 
 
 def test_a_server_that_exits_before_answering_is_a_clear_error_at_start_up(tmp_path):
