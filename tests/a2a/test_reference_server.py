@@ -1,0 +1,108 @@
+"""The A2A client against a server built with the protocol's reference SDK (a2a-sdk), in its
+own process: the same journal, the same re-attachment, and the message received once. A server
+that is not ours cannot share our reading of the specification."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import _hijo_19 as hijo
+import pytest
+
+from synaptum_lite import FinalStep, Risk, Session, load_events
+from synaptum_lite.a2a import remote_agent
+
+REPO = Path(__file__).resolve().parents[2]
+ANSWER = "Recomiendo el TP1947, según un servidor del SDK de referencia."
+
+
+@pytest.fixture
+def reference_server():
+    """The SDK's server on a free port; what it printed (one line per message) at the end."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.a2a.sdk_server", str(port), "1.0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    ready = process.stdout.readline()
+    assert ready.startswith("listening on "), ready
+    received: list[str] = []
+
+    class Server:
+        url = ready.split()[-1]
+
+        @staticmethod
+        def stop() -> list[str]:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            rest, _ = process.communicate(timeout=20)
+            received.extend(
+                line.split()[1] for line in rest.splitlines() if line.startswith("received")
+            )
+            return received
+
+    yield Server
+    Server.stop()
+
+
+async def drive(almacen, run_id, buscador):
+    session = Session(run_id, hijo.puerta(), hijo.journal(almacen))
+    async for step in hijo.agencia(buscador).run(hijo.TAREA, session=session):
+        if isinstance(step, FinalStep):
+            return step
+    return None
+
+
+async def test_the_reference_servers_card_is_read_and_a_delegation_to_it_is_journaled(
+    tmp_path, reference_server
+):
+    buscador = await remote_agent(reference_server.url, risk=Risk.READ, name="buscador")
+    assert buscador.card == {
+        "name": "Buscador de referencia",
+        "version": "1.0.0",
+        "skills": ["buscar-vuelos"],
+    }
+    final = await drive(tmp_path / "runs.db", "referencia", buscador)
+    assert final.output == f"Viaje listo. {ANSWER}"
+    events = await load_events(hijo.journal(tmp_path / "runs.db"), "referencia/000001-delegate")
+    accepted = json.loads(events[1].result.content)
+    assert accepted["contextId"] == "referencia/000001-delegate"  # our context id, kept
+    assert accepted["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")  # not ended
+    assert reference_server.stop() == ["referencia/000001-delegate/000000-tool"]
+
+
+@pytest.mark.posix_signals
+async def test_the_reference_server_receives_the_message_once_across_real_kills(
+    tmp_path, reference_server
+):
+    url = reference_server.url
+    # killed while the task works: the resume asks GetTask
+    almacen = tmp_path / "esperando.db"
+    child = await hijo.lanzar(almacen, "esperando", url, tmp_path / "m1.txt")
+    assert await hijo.esperando(almacen, "esperando/000001-delegate", child)
+    child.kill()
+    await child.wait()
+    assert child.returncode == -signal.SIGKILL
+    buscador = await remote_agent(url, risk=Risk.READ, name="buscador")
+    assert (await drive(almacen, "esperando", buscador)).output == f"Viaje listo. {ANSWER}"
+    # killed after the send, before the task id is journaled: the resume finds it by context
+    almacen = tmp_path / "al-enviar.db"
+    child = await hijo.lanzar(almacen, "al-enviar", url, tmp_path / "m2.txt", "--muere-al-enviar")
+    await child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert (await drive(almacen, "al-enviar", buscador)).output == f"Viaje listo. {ANSWER}"
+    sent = (await load_events(hijo.journal(almacen), "al-enviar/000001-delegate"))[1]
+    assert json.loads(sent.result.content)["found"] == "ListTasks"
+    assert sorted(reference_server.stop()) == [
+        "al-enviar/000001-delegate/000000-tool",
+        "esperando/000001-delegate/000000-tool",
+    ]
