@@ -23,7 +23,8 @@ answer that question leaves the send uncertain (`UncertainEffect`), for a person
 The protocol's JSON is written here, over httpx (the optional extra `a2a`), rather than
 through the `a2a-sdk` package: four calls, visible in one module, and no dependency whose
 API moves between protocol versions. httpx is imported on first use, and a clear error says
-how to install it.
+how to install it. The tests check this client against a server built with a2a-sdk
+(tests/a2a/test_reference_server.py), so it is not only our own reading of the protocol.
 """
 
 from __future__ import annotations
