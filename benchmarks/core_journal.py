@@ -5,6 +5,7 @@ returns 1 KB; then a final answer. Measured on SQLite (the default, power-loss s
 prose-like payloads and with incompressible ones (the journal compresses large records).
 
     uv run python benchmarks/core_journal.py [--sizes 10 50 200 400] [--repeats 5] [--json out.json]
+        [--configs full/text full/random normal/text]
 
 Reports, per N: bytes of the journal file (after closing), the ratio to the raw payload
 (N × 1,224 B), the growth exponent of bytes against N (least squares on log-log), the median
@@ -97,10 +98,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 400])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        default=["full/text", "full/random", "normal/text"],
+        choices=["full/text", "full/random", "normal/text"],
+        help="durability/payload pairs to measure (default: all three)",
+    )
     args = parser.parse_args()
     python = f"{platform.python_implementation()} {platform.python_version()}"
     report = {"machine": f"{platform.machine()} · {python}"}
-    for durability, kind in (("full", "text"), ("full", "random"), ("normal", "text")):
+    for durability, kind in (config.split("/") for config in args.configs):
         rows = [measure(n, args.repeats, durability, kind) for n in args.sizes]
         name = f"{durability}/{kind}"
         base = empty_journal_bytes()

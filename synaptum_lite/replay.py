@@ -70,9 +70,10 @@ def index(events: list[Step]) -> dict[int, StepHistory]:
     """Group a run's events by step position."""
     steps: dict[int, StepHistory] = {}
     for event in events:
-        history = steps.get(event.position)
+        position = event.position
+        history = steps.get(position)
         if history is None:
-            history = steps[event.position] = StepHistory(event.step_id)
+            history = steps[position] = StepHistory(event.step_id)
         elif history.step_id != event.step_id:
             raise ReplayDivergence(
                 event.run_id, event.step_id, f"step {history.step_id}", "two steps at one position"
