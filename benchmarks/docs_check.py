@@ -65,13 +65,21 @@ def with_outputs(notebook: dict, run) -> dict:
     return copy
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
-    return elapsed
+def timed(command: list[str], cwd: Path, env: dict[str, str], *, tries: int = 3) -> float:
+    """The wall time of one successful run. A run that fails is run again, at most `tries`
+    times in all, and said on stderr: nbmake's kernels sometimes lose a race for a TCP port
+    ("Address already in use") on a busy machine; a failure that repeats stops the benchmark."""
+    for attempt in range(1, tries + 1):
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+        elapsed = time.perf_counter() - started
+        if result.returncode == 0:
+            return elapsed
+        failure = f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}"
+        if attempt == tries:
+            raise SystemExit(failure)
+        print(f"run {attempt} of {tries} failed, timed again: {failure[:300]}", file=sys.stderr)
+    raise AssertionError("unreachable")
 
 
 def measure(
@@ -86,6 +94,9 @@ def measure(
     notebooks = property_notebooks()
     env = kernel_environment()
     env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    # As on a machine that caches bytecode (the usual one): with PYTHONDONTWRITEBYTECODE set,
+    # every kernel and every child process of every side would compile the package again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     # Two trees with the same notebooks and layout (comun.py one folder up, the notebooks'
     # helper modules beside them): clean copies for the docs check and nbmake, copies that
