@@ -22,8 +22,10 @@ measure); this file runs each experiment:
   change, and the words cannot promise what the runtime does not print;
 - the item must name the change, as the learner would type it.
 
-The experiments run two at a time (the machine the check runs on may have two cores), each in
-its own process: papermill changes the working directory of the process that calls it.
+The experiments run four at a time, each in its own process (papermill changes the working
+directory of the process that calls it), as `test_parametros.py` does: a kernel often waits on
+a child process or a file, so four keep two cores busy. `-k` runs only the experiments of the
+tests it selects.
 """
 
 from __future__ import annotations
@@ -53,16 +55,10 @@ from scripts.pages import (
     source_of,
 )
 
-#: The ids of the two cells every property notebook ends with.
+#: The ids of the Markdown cell of the experiments and of the code cell every property
+#: notebook ends with, the one that checks them.
 PRUEBALO_CELL = "pruebalo"
 CHECK_CELL = "comprobar-pruebalo"
-
-#: Notebooks whose *Pruébalo* may still be missing (issue 18; 17–19 are being written): the
-#: list only shrinks. Once a notebook has its Pruébalo cell, it is checked, listed or not.
-SIN_PRUEBALO_TODAVIA = {
-    "02",
-    "08",
-}
 
 
 @dataclass(frozen=True)
@@ -189,6 +185,29 @@ EXPERIMENTOS = [
         se_ve=(
             "dentro de transferir 7 4 1 2 1 igual allow_retry",
             "dentro de transferir: efecto repetido",
+        ),
+    ),
+    Experimento(
+        "02.pruebalo-otro-run-id",
+        linea=(
+            "segunda-vuelta",
+            "async for paso in agente.run(tarea, session=Session(run_id, otra_puerta, otro_checkpointer)):",  # noqa: E501
+            'async for paso in agente.run(tarea, session=Session(f"{run_id}-otro", otra_puerta, otro_checkpointer)):',  # noqa: E501
+        ),
+        se_para=("segunda-vuelta", "AssertionError"),
+        se_ve=("modelo ×2 · herramienta ×1", "un paso del journal no volvió del journal"),
+    ),
+    Experimento(
+        "08.pruebalo-otro-almacen",
+        linea=(
+            "b-reanuda",
+            "trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(almacen))",
+            'trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(carpeta / "otro.db"))',  # noqa: E501
+        ),
+        se_para=("b-reanuda", "AssertionError"),
+        se_ve=(
+            "transferir ×2 (hecha por A, hecha por B)",
+            "una transferencia ocurrió dos veces (o ninguna)",
         ),
     ),
     Experimento(
@@ -363,7 +382,7 @@ def run(experimento: Experimento) -> Resultado:
 @pytest.fixture(scope="module")
 def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
     """Every experiment a selected test needs (all of them, unless `-k` picks fewer) through
-    papermill, two at a time, without the variables that pick a real model (the notebooks
+    papermill, four at a time, without the variables that pick a real model (the notebooks
     answer from their scripts, as in the docs check)."""
     wanted = {
         item.callspec.params["experimento"].claim
@@ -376,7 +395,7 @@ def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
             if name.startswith(MODEL_VARIABLE_PREFIXES):
                 environment.delenv(name)
         spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        with ProcessPoolExecutor(max_workers=4, mp_context=spawn) as pool:
             done = pool.map(run, selected)
             return dict(zip((e.claim for e in selected), done, strict=True))
 
@@ -454,17 +473,11 @@ def test_what_an_experiment_promises_is_written_in_its_item_and_printed_by_its_r
 # ── Every notebook has its experiments ──────────────────────────────────────────────────
 
 
-def skip_if_still_to_be_written(path: Path) -> None:
-    has_it = any(c.get("id") == PRUEBALO_CELL for c in read(path)["cells"])
-    if not has_it and path.name[:2] in SIN_PRUEBALO_TODAVIA:
-        pytest.skip(f"{path.name}: Pruébalo still to be written (issue 18)")
-
-
 @pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
 def test_a_notebook_ends_with_pruebalo_and_the_cell_that_checks_it(path: Path) -> None:
-    skip_if_still_to_be_written(path)
     notebook_cells = read(path)["cells"]
     ids = [c.get("id") for c in notebook_cells]
+    assert PRUEBALO_CELL in ids, f"{path.name} has no Pruébalo (a Markdown cell {PRUEBALO_CELL!r})"
     after = notebook_cells[ids.index(PRUEBALO_CELL) + 1 :]
     assert after and after[-1].get("id") == CHECK_CELL, (
         f"{path.name} does not end with {CHECK_CELL}"
@@ -478,7 +491,6 @@ def test_a_notebook_ends_with_pruebalo_and_the_cell_that_checks_it(path: Path) -
 
 @pytest.mark.parametrize("path", property_notebooks(), ids=lambda p: p.stem)
 def test_every_item_of_pruebalo_is_an_experiment_this_file_runs(path: Path) -> None:
-    skip_if_still_to_be_written(path)
     written = list(items(path))
     run_here = [e.claim for e in EXPERIMENTOS if e.cuaderno == path.name[:2]]
     assert 1 <= len(written) <= 3, f"{path.name}: {len(written)} experiments, not one to three"
