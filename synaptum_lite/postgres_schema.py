@@ -7,6 +7,7 @@ and `statements` are the rest, one query each.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -57,6 +58,21 @@ ON CONFLICT (run_id) DO NOTHING""",
 VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run, step_id, phase, attempt) DO NOTHING""",
     "advance": """UPDATE {schema}.runs SET next_seq = %s, final_seq = coalesce(%s, final_seq)
 WHERE id = %s""",
+    # One statement, so one round trip and its own transaction: lock the run's row, write the
+    # events after its last one, move it on (a WITH's writes all run, read or not; all see
+    # the run's row as locked). No ON CONFLICT here: an event already journaled
+    # (or a position taken) fails the whole statement, which writes nothing, and `append`
+    # then takes the transaction above, which skips what is already there.
+    "append_new": """WITH
+r AS (SELECT id, next_seq FROM {schema}.runs WHERE run_id = %s FOR UPDATE),
+written AS (INSERT INTO {schema}.events (run, seq, step_id, phase, attempt, data)
+    SELECT r.id, r.next_seq + e.i - 1, e.step_id, e.phase, e.attempt, e.data
+    FROM r, unnest(%s::text[], %s::text[], %s::integer[], %s::text[])
+        WITH ORDINALITY AS e (step_id, phase, attempt, data, i)),
+moved AS (UPDATE {schema}.runs SET next_seq = r.next_seq + %s,
+    final_seq = coalesce(r.next_seq + %s::integer, {schema}.runs.final_seq)
+    FROM r WHERE {schema}.runs.id = r.id RETURNING {schema}.runs.next_seq)
+SELECT (SELECT next_seq FROM moved)""",
     "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
 }
@@ -101,7 +117,30 @@ async def prepare(connection: Any, schema: str, location: str) -> None:
 async def append(connection: Any, sql: dict[str, str], run_id: str, encoded: list[Encoded]) -> int:
     """Write `encoded` at the end of the run's journal in one transaction; the next position.
 
-    Raises the journal's "never started" error (`never_started`) when the run has no header."""
+    Raises the journal's "never started" error (`never_started`) when the run has no header.
+
+    Events not journaled yet (the usual case: a run appends what it just did) are written by
+    one statement, one round trip; when any of them is already there (a retry after a lost
+    reply, a replay), or the run has no header, the transaction below decides."""
+    from psycopg.errors import UniqueViolation  # psycopg is there: a connection is
+
+    if encoded:
+        with contextlib.suppress(UniqueViolation):
+            cursor = await connection.execute(
+                sql["append_new"],
+                (
+                    run_id,
+                    [step_id for step_id, _, _, _ in encoded],
+                    [phase for _, phase, _, _ in encoded],
+                    [attempt for _, _, attempt, _ in encoded],
+                    [data for _, _, _, data in encoded],
+                    len(encoded),
+                    _last_final(encoded),
+                ),
+            )
+            (next_seq,) = await cursor.fetchone()
+            if next_seq is not None:  # else no run: nothing was written
+                return int(next_seq)
     # The run's row is locked for the transaction: concurrent appenders, in this process
     # or in another, take positions one after the other, never the same one twice.
     async with connection.transaction():
@@ -121,3 +160,9 @@ async def append(connection: Any, sql: dict[str, str], run_id: str, encoded: lis
         if seq != row[1]:
             await connection.execute(sql["advance"], (seq, final_seq, run))
     return int(seq)
+
+
+def _last_final(encoded: list[Encoded]) -> int | None:
+    """The position in `encoded` (0 first) of its last final event, or None."""
+    finals = [i for i, (step_id, _, _, _) in enumerate(encoded) if is_final(step_id)]
+    return finals[-1] if finals else None

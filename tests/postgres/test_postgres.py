@@ -13,6 +13,7 @@ from synaptum_lite import (
     ConfigurationError,
     FinalStep,
     NotAJournal,
+    Phase,
     RunBusy,
     Session,
     StoreUnavailable,
@@ -164,3 +165,57 @@ def test_one_checkpointer_serves_several_event_loops(tmp_path):
 
         run(twice())
     assert run(store.load("r")).next_seq == 1
+
+
+def test_new_events_are_appended_in_one_statement_and_a_journaled_one_sends_it_to_the_transaction(
+    tmp_path, monkeypatch
+):
+    """One round trip per append of what a run just did; a repeat writes only what is new."""
+    store = PostgresCheckpointer(require_server(), schema=schema_for(tmp_path))
+    run(store.start("r", HEADER))
+    sent: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def counted(self, query, *args, **kwargs):
+        sent.append(str(query).split()[0])
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+    first = run(store.append("r", [model_step(0, Phase.ATTEMPTED), model_step(0)]))
+    one_statement = list(sent)
+    sent.clear()
+    again = run(store.append("r", [model_step(0), model_step(1, Phase.ATTEMPTED)]))
+    records = run(store.records("r"))
+    assert one_statement == ["WITH"]
+    assert sent[0] == "WITH" and "SELECT" in sent[1:]  # refused whole, then the transaction
+    assert (first, again) == (2, 3)
+    assert [(r.seq, r.step_id, r.phase) for r in records] == [
+        (0, "000000-model", "attempted"),
+        (1, "000000-model", "completed"),
+        (2, "000001-model", "attempted"),
+    ]
+
+
+def test_two_connections_appending_to_one_run_at_once_take_distinct_dense_positions(tmp_path):
+    """The one-statement append locks the run's row: no position is taken twice, none skipped."""
+    schema = schema_for(tmp_path)
+    stores = [PostgresCheckpointer(require_server(), schema=schema) for _ in range(2)]
+    final = FinalStep(run_id="r", step_id="000060-final", text="fin", output="fin")
+
+    async def scenario():
+        await stores[0].start("r", HEADER)
+        await asyncio.gather(
+            *(
+                stores[i % 2].append("r", [model_step(i, Phase.ATTEMPTED), model_step(i)])
+                for i in range(60)
+            )
+        )
+        await stores[1].append("r", [final])
+        return await stores[0].records("r"), await PostgresCheckpointer(
+            require_server(), schema=schema
+        ).load("r")
+
+    records, state = run(scenario())
+    assert [r.seq for r in sorted(records, key=lambda r: r.seq)] == list(range(121))
+    assert len({(r.step_id, r.phase) for r in records}) == 121
+    assert state.closed and state.next_seq == 121 and state.final == final
