@@ -240,7 +240,7 @@ class RemoteAgent(Agent):
                     )
                     await journal.write(sent)  # the task id, before anything waits on it
                 yield sent
-                accepted = json.loads(sent.result.content if sent.result else "{}")
+                accepted = _accepted(sent)
 
                 answer: ToolResult
                 if "answer" in accepted:  # the server answered with a message, not a task
@@ -304,9 +304,11 @@ class RemoteAgent(Agent):
             return attempted, None
         previous = history.attempted
         assert isinstance(previous, ToolStep)  # the journal holds a tool step here
+        retry = dataclasses.replace(previous, attempt=previous.attempt + 1, replayed=False)
+        if history.retry_allowed:  # a person said the message never arrived: send it again
+            return retry, None
         rpc.step_id = send_id
         found = await rpc.find(session.run_id, previous.call)
-        retry = dataclasses.replace(previous, attempt=previous.attempt + 1, replayed=False)
         return (previous if found is not None else retry), found
 
 
@@ -481,6 +483,21 @@ class _Rpc:
             step_id=self.step_id,
             then=self._then(method),
         )
+
+
+def _accepted(sent: ToolStep) -> dict[str, Any]:
+    """What a completed SendMessage step recorded: the task the server created, or the
+    answer itself (a server that answered with a message, or a person who recorded the
+    answer with `Session.record_result`)."""
+    content = sent.result.content if sent.result is not None else ""
+    try:
+        recorded = json.loads(content)
+    except ValueError:
+        recorded = None
+    if isinstance(recorded, dict) and ("taskId" in recorded or "answer" in recorded):
+        return recorded
+    is_error = sent.result.is_error if sent.result is not None else False
+    return {"answer": content, "is_error": is_error}
 
 
 def _jsonrpc_interface(label: str, card_url: str, interfaces: Any) -> tuple[str, str | None]:

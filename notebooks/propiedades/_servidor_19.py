@@ -12,8 +12,8 @@ Cuenta lo que recibe: `GET /contador` (fuera del protocolo) dice cuántos mensaj
 y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez».
 
 `--modo basura` contesta a todo JSON-RPC con HTML; `--modo incompleta`, con un resultado de
-`SendMessage` sin tarea ni mensaje; `--modo falla` acaba cada tarea en `TASK_STATE_FAILED`.
-La tarjeta es la misma en todos los modos.
+`SendMessage` sin tarea ni mensaje; `--modo falla` acaba cada tarea en `TASK_STATE_FAILED`;
+`--modo sin-lista` no sabe `ListTasks`. La tarjeta es la misma en todos los modos.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -195,7 +195,7 @@ class Manejador(BaseHTTPRequestHandler):
             if tarea is None:
                 return _error(id_, -32001, f"no hay ninguna tarea {parametros.get('id')!r}")
             return _resultado(id_, _copia(tarea))
-        if metodo == "ListTasks":
+        if metodo == "ListTasks" and estado.modo != "sin-lista":
             contexto = parametros.get("contextId")
             tareas = [
                 _copia(t, artefactos=bool(parametros.get("includeArtifacts")))
@@ -284,7 +284,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--puerto", type=int, default=0, help="0: uno libre")
     parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
     parser.add_argument(
-        "--modo", choices=["normal", "basura", "incompleta", "falla"], default="normal"
+        "--modo", choices=["normal", "basura", "incompleta", "falla", "sin-lista"], default="normal"
     )
     opciones = parser.parse_args(argv)
     servir(opciones.puerto, opciones.duracion, opciones.modo)

@@ -337,3 +337,53 @@ async def test_a_remote_task_that_fails_is_a_result_the_parent_model_reads_not_a
     assert delegation.result.content.endswith("ended in TASK_STATE_FAILED: No hay vuelos ese día.")
     assert final.output == f"Viaje listo. {delegation.result.content}"
     assert sent_by(server, "falla") == 1
+
+
+@pytest.mark.posix_signals
+async def test_a_send_cut_before_its_id_on_a_server_that_cannot_list_tasks_is_an_uncertain_effect(
+    tmp_path, arranca
+):
+    from synaptum_lite import UncertainEffect
+
+    server = arranca(duracion=0.2, modo="sin-lista")
+    almacen = tmp_path / "runs.db"
+    child = await hijo.lanzar(
+        almacen, "sin-lista", server.url, tmp_path / "m.txt", "--muere-al-enviar"
+    )
+    await child.wait()
+    assert child.returncode == -signal.SIGKILL
+    for _pass in range(2):  # asked twice, sent never again
+        with pytest.raises(UncertainEffect) as error:
+            await drive(almacen, "sin-lista", server.url)
+    assert (error.value.run_id, error.value.step_id, error.value.tool) == (
+        "sin-lista/000001-delegate",
+        "000000-tool",
+        "SendMessage",
+    )
+    assert sent_by(server, "sin-lista") == 1
+    # a person who knows the message never arrived allows one more attempt: sent once more
+    sub = Session("sin-lista/000001-delegate", hijo.puerta(), hijo.journal(almacen))
+    await sub.allow_retry("000000-tool", by="operadora")
+    assert (await drive(almacen, "sin-lista", server.url)).output == ANSWER
+    assert sent_by(server, "sin-lista") == 2
+
+
+@pytest.mark.posix_signals
+async def test_an_uncertain_send_resolved_with_the_known_answer_sends_nothing_more(
+    tmp_path, arranca
+):
+    from synaptum_lite import UncertainEffect
+
+    server = arranca(duracion=0.2, modo="sin-lista")
+    almacen = tmp_path / "runs.db"
+    child = await hijo.lanzar(
+        almacen, "sabida", server.url, tmp_path / "m.txt", "--muere-al-enviar"
+    )
+    await child.wait()
+    with pytest.raises(UncertainEffect):
+        await drive(almacen, "sabida", server.url)
+    sub = Session("sabida/000001-delegate", hijo.puerta(), hijo.journal(almacen))
+    await sub.record_result("000000-tool", "El TP1947, según el registro.", by="operadora")
+    final = await drive(almacen, "sabida", server.url)
+    assert final.output == "Viaje listo. El TP1947, según el registro."
+    assert sent_by(server, "sabida") == 1
