@@ -27,8 +27,8 @@ What must carry an id, mechanically:
   Its ids may be checked by any notebook or by a registered test.
 
 - in a property notebook, its title: the id goes on the line right after the `# NN · …`
-  heading (inside the heading it would leak into the page title and the nav label), and it is
-  one of the notebook's own ids;
+  heading (inside the heading it would leak into the page title and the search results; the
+  nav label is the short one `mkdocs.yml` gives), and it is one of the notebook's own ids;
 - in a property notebook, every other block of every Markdown cell (prose between code cells,
   *Cómo correrlo*, the paragraph under the bullets) except the *Lo que imprime* cell: an id, or
   `<!-- no-afirma: the reason -->` (narration, instructions, how to run), like a claim page.
