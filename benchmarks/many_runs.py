@@ -36,6 +36,7 @@ import json
 import math
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -207,8 +208,15 @@ LATENCY = 0.005  # seconds per model call of the stub
 
 
 def _pool_child(url: str, schema: str, worker: str, runs: list[str], counts: Path) -> None:
-    """One worker: drives every run of `runs` it can hold (RunBusy: another has it), writing
-    one line per model call and per tool execution to `counts`."""
+    """One worker: drives every run of `runs` no other worker has closed or holds, writing one
+    line per model call and per tool execution to `counts`, and its CPU time.
+
+    It claims runs cheaply: no read before driving a run (`Agent.run` takes the run's lock,
+    reads it and starts it); when a run turns out held (RunBusy) or already closed (the model
+    was never called), the worker has met another one's work, and reads once which runs are
+    closed (one query on the runs table), to skip them without a round trip each."""
+    import psycopg
+
     from synaptum_lite.postgres import PostgresCheckpointer
 
     lines: list[str] = []
@@ -235,32 +243,63 @@ def _pool_child(url: str, schema: str, worker: str, runs: list[str], counts: Pat
             return calls("anotar", texto="hola")
 
     agent = Agent("corto", model="guionizado", instructions="Anota.", tools=[anotar])
+    closed_sql = f'SELECT run_id FROM "{schema}".runs WHERE final_seq IS NOT NULL'
+    stats: dict[str, float] = dict.fromkeys(
+        ("driven", "busy", "found_closed", "skipped", "refreshes"), 0
+    )
 
     async def main() -> None:
         store = PostgresCheckpointer(url, schema=schema)
-        for run_id in runs:
-            if (await store.load(run_id)).closed:
-                continue
-            try:
-                async for _ in agent.run(
-                    "Anota hola.", session=Session(run_id, Slow(run_id), store)
-                ):
-                    pass
-            except RunBusy:
-                continue
+        closed: set[str] = set()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as reader:
+
+            async def others_met() -> None:
+                stats["refreshes"] += 1
+                rows = await (await reader.execute(closed_sql)).fetchall()
+                closed.update(run_id for (run_id,) in rows)
+
+            for run_id in runs:
+                if run_id in closed:
+                    stats["skipped"] += 1
+                    continue
+                gateway = Slow(run_id)
+                try:
+                    async for _ in agent.run(
+                        "Anota hola.", session=Session(run_id, gateway, store)
+                    ):
+                        pass
+                except RunBusy:
+                    stats["busy"] += 1
+                    await others_met()
+                    continue
+                if gateway.model_calls == 0:
+                    stats["found_closed"] += 1
+                    await others_met()
+                else:
+                    stats["driven"] += 1
         await _close(store)
 
     asyncio.run(main())
-    counts.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    stats["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)
+    counts.write_text(
+        json.dumps(stats) + "\n" + "".join(f"{line}\n" for line in lines), encoding="utf-8"
+    )
 
 
-def _pool(url: str, schema: str, workers: int, scratch: Path) -> tuple[float, dict[str, int]]:
-    runs = [f"corto-{i:04d}" for i in range(POOL_RUNS)]
-    listing = scratch / f"{schema}.runs.json"
-    listing.write_text(json.dumps(runs))
+def _pool(
+    url: str, schema: str, workers: int, scratch: Path, pool_runs: int
+) -> tuple[float, dict[str, Any]]:
+    """Drain `pool_runs` short runs with `workers` processes; the seconds and the counts.
+
+    Each worker is started in a session of its own (`start_new_session`), as a worker
+    service is: where Linux groups a session's processes for the scheduler (autogroup),
+    children left in one session share the CPU one process would get, and four of them
+    could not run more than one does, whatever the store did."""
+    runs = [f"corto-{i:04d}" for i in range(pool_runs)]
     children, began = [], time.perf_counter()
     for w in range(workers):
-        order = runs[w * POOL_RUNS // workers :] + runs[: w * POOL_RUNS // workers]
+        order = runs[w * pool_runs // workers :] + runs[: w * pool_runs // workers]
         (scratch / f"{schema}.{w}.json").write_text(json.dumps(order))
         children.append(
             subprocess.Popen(
@@ -276,21 +315,29 @@ def _pool(url: str, schema: str, workers: int, scratch: Path) -> tuple[float, di
                     str(scratch / f"{schema}.{w}.counts"),
                 ],
                 cwd=REPO,
+                start_new_session=True,
             )
         )
     for child in children:
         assert child.wait() == 0
     elapsed = time.perf_counter() - began
     seen: dict[str, int] = {}
+    per_worker = []
     for w in range(workers):
-        for line in (scratch / f"{schema}.{w}.counts").read_text().splitlines():
+        first, *lines = (scratch / f"{schema}.{w}.counts").read_text().splitlines()
+        per_worker.append(json.loads(first))
+        for line in lines:
             seen[line] = seen.get(line, 0) + 1
     model = [seen.get(f"model {r}", 0) for r in runs]
     tools = [seen.get(f"tool {r}", 0) for r in runs]
+    cpu = sum(w["cpu_s"] for w in per_worker)
     return elapsed, {
         "runs_with_model_x2": sum(1 for m in model if m == 2),
         "runs_with_tool_x1": sum(1 for t in tools if t == 1),
         "driven_twice": sum(1 for m, t in zip(model, tools, strict=True) if m > 2 or t > 1),
+        "worker_cpu_ms_per_run": round(cpu / pool_runs * 1000, 2),
+        "wall_ms_per_run": round(elapsed / pool_runs * 1000, 2),
+        "workers": per_worker,
     }
 
 
@@ -312,6 +359,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--pool-runs", type=int, default=POOL_RUNS, help="runs the pool drains")
+    parser.add_argument("--only-pool", action="store_true", help="the worker pool alone")
     parser.add_argument("--pool-child", nargs=5, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.pool_child:
@@ -324,9 +373,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"sizes": options.sizes, "open_runs": OPEN_RUNS, "steps": 20}
     with tempfile.TemporaryDirectory(prefix="many-runs-") as scratch:
         path = Path(scratch) / "runs.db"
-        sqlite = Kind("sqlite", lambda: SqliteCheckpointer(path), [str(path)])
-        results["sqlite"] = asyncio.run(grow(sqlite, options.sizes, options.repeats))
-        results["sqlite"]["file_mb"] = round(path.stat().st_size / 1e6, 1)
+        if not options.only_pool:
+            sqlite = Kind("sqlite", lambda: SqliteCheckpointer(path), [str(path)])
+            results["sqlite"] = asyncio.run(grow(sqlite, options.sizes, options.repeats))
+            results["sqlite"]["file_mb"] = round(path.stat().st_size / 1e6, 1)
         if not options.no_postgres:
             from synaptum_lite.postgres import PostgresCheckpointer
 
@@ -338,21 +388,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 lambda: PostgresCheckpointer(url, schema=schema),
                 [url, "--schema", schema],
             )
-            results["postgres"] = asyncio.run(grow(postgres, options.sizes, options.repeats))
-            pool_runs = POOL_RUNS if not options.quick else POOL_RUNS
-            one, one_counts = _pool(url, f"pool1_{os.getpid()}", 1, Path(scratch))
-            four, four_counts = _pool(url, f"pool4_{os.getpid()}", 4, Path(scratch))
-            results["pool"] = {
-                "runs": pool_runs,
-                "model_latency_ms": LATENCY * 1000,
-                "one_process_s": round(one, 2),
-                "four_processes_s": round(four, 2),
-                "speedup": round(one / four, 2),
-                "one_process": one_counts,
-                "four_processes": four_counts,
-            }
+            if not options.only_pool:
+                results["postgres"] = asyncio.run(grow(postgres, options.sizes, options.repeats))
+            results["pool"] = pool(url, Path(scratch), options.pool_runs)
             print(f"  pool       {json.dumps(results['pool'])}", flush=True)
     return results
+
+
+def pool(url: str, scratch: Path, pool_runs: int) -> dict[str, Any]:
+    """One process, then four, each on a fresh schema; side by side."""
+    one, one_counts = _pool(url, f"pool1_{os.getpid()}", 1, scratch, pool_runs)
+    four, four_counts = _pool(url, f"pool4_{os.getpid()}", 4, scratch, pool_runs)
+    return {
+        "runs": pool_runs,
+        "model_latency_ms": LATENCY * 1000,
+        "one_process_s": round(one, 2),
+        "four_processes_s": round(four, 2),
+        "speedup": round(one / four, 2),
+        "one_process": one_counts,
+        "four_processes": four_counts,
+    }
 
 
 if __name__ == "__main__":
