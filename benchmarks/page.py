@@ -105,7 +105,7 @@ def render(results: dict[str, Any]) -> str:
         "machine": _machine(results),
         "contenders": _contenders(results, runs),
         "summary": _summary(results, figures, reference),
-        "behind": _behind(results, figures),
+        "behind": _behind(results, figures) + _many_runs_behind(results.get("many_runs")),
         "storage_plot": PLOTS["bytes"].name,
         "cpu_plot": PLOTS["cpu_per_step_ms"].name,
         "storage": figures.table("bytes", _bytes),
@@ -116,6 +116,7 @@ def render(results: dict[str, Any]) -> str:
         "race_outcomes": figures.race_outcomes(reference),
         "docs": _docs(results.get("docs_check")),
         "imports": _imports(results),
+        "many_runs": _many_runs(results.get("many_runs")),
     }
     text = string.Template(TEMPLATE.read_text(encoding="utf-8")).substitute(fields)
     return text.rstrip() + "\n"
@@ -438,6 +439,98 @@ def _imports(results: dict[str, Any]) -> str:
         )
     header = ["quién", "importaciones", "arranque de Python", "con las importaciones", "coste", "×"]
     return _table(header, rows, "llrrrr")
+
+
+_MANY_MEASURES = {
+    "open_ms": "abrir un run abierto",
+    "return_closed_ms": "devolver un run cerrado",
+    "list_open_ms": "listar los abiertos",
+}
+_STORES = {"sqlite": "SQLite (un archivo)", "postgres": "PostgreSQL (un esquema)"}
+FLAT = 0.2  # an exponent at or below this reads as flat
+POOL_GOAL = 3.0  # four processes at least this many times sooner than one
+
+
+def _many_runs(many: dict[str, Any] | None) -> str:
+    """«Muchos runs en un almacén»: the exponents of benchmarks.many_runs, and the pool."""
+    if not many or not any(key in many for key in _STORES):
+        return "No medido en esta ejecución."
+    lines = []
+    for key, label in _STORES.items():
+        if key not in many:
+            continue
+        rows = many[key]["rows"]
+        header = ["qué", *(f"{_number(row['runs'], 0)} runs" for row in rows), "exponente"]
+        table = [
+            [what, *(_ms(row[metric]) for row in rows), _number(many[key]["exponents"][metric], 2)]
+            for metric, what in _MANY_MEASURES.items()
+        ]
+        lines += [f"**{label}**", "", _table(header, table, "l" + "r" * len(header[1:])), ""]
+    if "file_mb" in many.get("sqlite", {}):
+        most = many["sqlite"]["rows"][-1]["runs"]
+        lines += [
+            f"El archivo SQLite con {_number(most, 0)} runs ocupa "
+            f"{_number(many['sqlite']['file_mb'], 1)} MB.",
+            "",
+        ]
+    pool = many.get("pool")
+    if pool:
+        one, four = pool["one_process"], pool["four_processes"]
+        rows = [
+            [
+                name,
+                _duration(seconds),
+                _ms(counts["wall_ms_per_run"]),
+                _ms(counts["worker_cpu_ms_per_run"]),
+                str(counts["driven_twice"]),
+            ]
+            for name, seconds, counts in (
+                ("1 proceso", pool["one_process_s"], one),
+                ("4 procesos", pool["four_processes_s"], four),
+            )
+        ]
+        header = ["trabajadores", "tiempo", "por run", "CPU por run", "runs conducidos dos veces"]
+        load = pool.get("load_at_start", [0])[0]
+        lines += [
+            f"**Una cola de trabajadores en PostgreSQL**: {_number(pool['runs'], 0)} runs cortos"
+            f" (dos llamadas a un modelo doble que tarda {_number(pool['model_latency_ms'], 0)}"
+            " ms cada una y una herramienta), conducidos por un proceso y después por cuatro que"
+            " toman runs de la misma lista. Cuatro terminan "
+            f"**{_number(pool['speedup'], 2)}×** antes que uno (carga de la máquina al empezar:"
+            f" {_number(load, 1)} en {pool.get('cores', '?')} núcleos).",
+            "",
+            _table(header, rows, "lrrrr"),
+        ]
+    return "\n".join(lines).rstrip()
+
+
+def _many_runs_behind(many: dict[str, Any] | None) -> str:
+    """Where the many-runs figures miss their goal: not flat, or a pool under 3×."""
+    if not many:
+        return ""
+    findings = []
+    for key, label in _STORES.items():
+        for metric, what in _MANY_MEASURES.items():
+            exponent = many.get(key, {}).get("exponents", {}).get(metric)
+            if exponent is not None and exponent > FLAT:
+                findings.append(
+                    f"- {label}: {what} no es plano al crecer el almacén "
+                    f"(exponente {_number(exponent, 2)})."
+                )
+    pool = many.get("pool")
+    if pool and pool["speedup"] < POOL_GOAL:
+        findings.append(
+            f"- Cuatro trabajadores en PostgreSQL terminan {_number(pool['speedup'], 2)}× antes"
+            f" que uno, por debajo de la meta de {_number(POOL_GOAL, 0)}× (ver"
+            " [Muchos runs en un almacén](#muchos-runs-en-un-almacen))."
+        )
+    if pool and (pool["one_process"]["driven_twice"] or pool["four_processes"]["driven_twice"]):
+        findings.append("- Algún run de la cola se condujo dos veces.")
+    if not findings:
+        return ""
+    return "\n\nCon muchos runs en un almacén, donde no llegamos a lo que nos pedimos:\n\n" + (
+        "\n".join(findings)
+    )
 
 
 # ── the plots ────────────────────────────────────────────────────────────────────────────────

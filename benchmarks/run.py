@@ -8,7 +8,8 @@ sitting, then the results (JSON) and the page that shows them (docs/rendimiento.
   upstream Synaptum 1.0.0rc6 and LangGraph's SqliteSaver, each anchor in a virtual
   environment of its own (`benchmarks.anchors`); see `benchmarks.durable_runs`;
 - the docs check on the property notebooks against nbval and nbmake (`benchmarks.docs_check`);
-- import time (`benchmarks.imports`).
+- import time (`benchmarks.imports`);
+- many runs in one store, and a PostgreSQL worker pool (`benchmarks.many_runs`).
 
 Every figure is a median over repeats and is shown as a ratio to ours. Not a test: times
 here are only compared with each other, measured in the same run on the same machine.
@@ -29,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import anchors, durable_runs, imports, page
+from benchmarks import anchors, durable_runs, imports, many_runs, page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 COMMAND = "uv run --group bench python -m benchmarks.run"
@@ -90,8 +91,8 @@ def main() -> None:
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=["runs", "docs", "imports"],
-        default=["runs", "docs", "imports"],
+        choices=["runs", "docs", "imports", "many"],
+        default=["runs", "docs", "imports", "many"],
     )
     parser.add_argument("--quick", action="store_true", help="N = 10 and 50, one repeat, no page")
     parser.add_argument(
@@ -116,7 +117,7 @@ def main() -> None:
         if options.json == RESULTS:
             options.json = Path(tempfile.gettempdir()) / "synaptum-lite-bench-quick.json"
 
-    drawing = not options.quick and set(options.only) == {"runs", "docs", "imports"}
+    drawing = not options.quick and set(options.only) == {"runs", "docs", "imports", "many"}
     if drawing and importlib.util.find_spec("matplotlib") is None:
         raise SystemExit(
             "matplotlib draws the page's plots and is not installed here: run with the bench "
@@ -158,6 +159,9 @@ def main() -> None:
     if "docs" in options.only:
         print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
         results["docs_check"] = _docs_check(options.docs_repeats)
+    if "many" in options.only:
+        print("many runs in one store, and a worker pool", flush=True)
+        results["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
 
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
