@@ -26,6 +26,11 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
 - `on_page_content` also mends the notebook page's table of contents: mkdocs-jupyter builds it
   from the Markdown with code spans left out, so a heading with one (`mismo run_id`) got an
   entry whose anchor the page does not have; each entry takes the id of its heading.
+- `on_page_content` also puts a figure of `docs/diagramas/` in the page itself: a notebook
+  shows one as a Markdown image, `![…](../../docs/diagramas/fases.svg)`, the path that works
+  in JupyterLab; on the site the `<img>` becomes the SVG's own text, as *Figuras* includes
+  it, so its colours follow the theme's (an SVG in an `<img>` cannot read the page's CSS
+  variables, and its dark text would sit on the dark background).
 - `on_page_content` also moves the large stylesheet the notebook renderer inlines in every
   notebook page (about 570 KB, the same on each) into one file, `assets/jupyter-<hash>.css`,
   linked where it stood; `on_post_build` writes that file once.
@@ -130,7 +135,20 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
     if not found:
         raise PluginError(f"{source}: the rendered page has no block under '{EXPECTED_HEADING}'")
     _mend_toc(page, content)
+    content = _FIGURE.sub(lambda match: _figure(match, source), content)
     return _share_large_styles(_out_of_search(content), page)
+
+
+#: A Markdown image of a figure of docs/diagramas/, as the notebook renderer writes it.
+_FIGURE = re.compile(r'<img\b[^>]*\bsrc="((?:\.\./)+docs/diagramas/[\w-]+\.svg)"[^>]*>')
+
+
+def _figure(match: re.Match[str], notebook: Path) -> str:
+    """The SVG that `match` points at, from the notebook's folder, as the page's own markup."""
+    path = (notebook.parent / match.group(1)).resolve()
+    if path.parent != REPO / "docs" / "diagramas" or not path.is_file():
+        raise PluginError(f"{notebook}: the figure {match.group(1)} is not in docs/diagramas/")
+    return path.read_text(encoding="utf-8")
 
 
 #: The opening tags Material's search must skip, in a code cell: the copy button (its hidden
