@@ -68,6 +68,7 @@ CASES = [
     ),
     Case("03", {"run_id": "aprobacion-2"}),
     Case("03", {"run_id": ""}, refused="run_id"),
+    Case("03", {"concede": "no"}, refused="concede", note="the decision is True or False"),
     Case("04", {"run_entero": "entero", "run_cortado": "cortado"}),
     Case(
         "04",
@@ -102,6 +103,7 @@ CASES = [
     Case("13", {"carpeta": A_FILE}, refused="carpeta"),
     Case("14", {"run_id": "viaje-2"}),
     Case("14", {"run_id": None}, refused="run_id"),
+    Case("14", {"muere_en": "durante"}, refused="muere_en", note="antes, dentro or despues"),
     Case("15", {"run_correo": "c", "run_buzon": "b"}),
     Case("15", {"run_buzon": "correo-1"}, refused="run_buzon", note="the same run as run_correo"),
     Case("16", {"carpeta": NEW_FOLDER, "run_id": "pedido-2"}),
