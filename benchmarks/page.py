@@ -466,6 +466,18 @@ def _many_runs(many: dict[str, Any] | None) -> str:
             for metric, what in _MANY_MEASURES.items()
         ]
         lines += [f"**{label}**", "", _table(header, table, "l" + "r" * len(header[1:])), ""]
+        if any(exponent < -FLAT for exponent in many[key]["exponents"].values()):
+            lines += [
+                "Un exponente negativo no dice que el almacén se acelere al crecer: dice que el"
+                " ruido de la máquina de un tamaño a otro fue mayor que lo que el tiempo creció."
+                + (
+                    " Abrir y devolver incluyen aquí conectar con el servidor: un almacén nuevo"
+                    " es una conexión nueva."
+                    if key == "postgres"
+                    else ""
+                ),
+                "",
+            ]
     if "file_mb" in many.get("sqlite", {}):
         most = many["sqlite"]["rows"][-1]["runs"]
         lines += [
@@ -490,14 +502,18 @@ def _many_runs(many: dict[str, Any] | None) -> str:
             )
         ]
         header = ["trabajadores", "tiempo", "por run", "CPU por run", "runs conducidos dos veces"]
-        load = pool.get("load_at_start", [0])[0]
+        load = ""
+        if "load_at_start" in pool:
+            load = (
+                f" (carga de la máquina al empezar: {_number(pool['load_at_start'][0], 1)} en"
+                f" {pool['cores']} núcleos)"
+            )
         lines += [
             f"**Una cola de trabajadores en PostgreSQL**: {_number(pool['runs'], 0)} runs cortos"
             f" (dos llamadas a un modelo doble que tarda {_number(pool['model_latency_ms'], 0)}"
             " ms cada una y una herramienta), conducidos por un proceso y después por cuatro que"
             " toman runs de la misma lista. Cuatro terminan "
-            f"**{_number(pool['speedup'], 2)}×** antes que uno (carga de la máquina al empezar:"
-            f" {_number(load, 1)} en {pool.get('cores', '?')} núcleos).",
+            f"**{_number(pool['speedup'], 2)}×** antes que uno{load}.",
             "",
             _table(header, rows, "lrrrr"),
         ]
