@@ -33,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,16 +66,25 @@ def with_outputs(notebook: dict, run) -> dict:
     return copy
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str], *, tries: int = 3) -> float:
-    """The wall time of one successful run. A run that fails is run again, at most `tries`
-    times in all, and said on stderr: nbmake's kernels sometimes lose a race for a TCP port
-    ("Address already in use") on a busy machine; a failure that repeats stops the benchmark."""
+def timed(
+    command: list[str], cwd: Path, env: dict[str, str], *, tries: int = 3
+) -> tuple[float, float]:
+    """The wall time of one successful run, and the CPU time of the command and every process
+    it waited for (kernels, and the processes the notebooks start): on a busy machine the wall
+    time says more about the neighbours than about the command, the CPU time less.
+
+    A run that fails is run again, at most `tries` times in all, and said on stderr: nbmake's
+    kernels sometimes lose a race for a TCP port ("Address already in use") on a busy machine;
+    a failure that repeats stops the benchmark."""
     for attempt in range(1, tries + 1):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if result.returncode == 0:
-            return elapsed
+            return elapsed, cpu
         failure = f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}"
         if attempt == tries:
             raise SystemExit(failure)
@@ -139,11 +149,14 @@ def measure(
     if importlib.util.find_spec("nbmake"):
         contenders["nbmake"] = ([*pytest, "--nbmake", *names], ours)
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
     for repeat in range(repeats):
         order = list(contenders) if repeat % 2 == 0 else list(reversed(contenders))
         for name in order:
             command, cwd = contenders[name]
-            times[name].append(timed(command, cwd, env))
+            wall, used = timed(command, cwd, env)
+            times[name].append(wall)
+            cpu[name].append(used)
     shutil.rmtree(scratch, ignore_errors=True)
 
     if importlib.util.find_spec("jupyterlab"):
@@ -162,6 +175,7 @@ def measure(
         "repeats": repeats,
         "environment": environment,
         "times": times,
+        "cpu": cpu,
         "per_notebook": {
             run.path.stem: run.seconds for run in run_notebooks_sync(checked_notebooks)
         },
@@ -189,14 +203,19 @@ def main() -> None:
     for stem, problem in result["left_out"].items():
         print(f"left out, does not pass the docs check: {stem}\n  " + problem.splitlines()[0])
     print()
-    print(f"{'':<20}{'median':>9}{'fastest':>10}")
+    print(f"{'':<24}{'median':>9}{'fastest':>10}{'CPU, median':>14}")
     for name, values in times.items():
-        print(f"{name:<20}{statistics.median(values):>8.2f}s{min(values):>9.2f}s")
+        used = statistics.median(result["cpu"][name])
+        print(f"{name:<24}{statistics.median(values):>8.2f}s{min(values):>9.2f}s{used:>13.2f}s")
     ours = statistics.median(times["docs check"])
     print()
     for name in times:
         if name != "docs check":
-            print(f"{name} / docs check: {statistics.median(times[name]) / ours:.1f}×")
+            wall = statistics.median(times[name]) / ours
+            used = statistics.median(result["cpu"][name]) / statistics.median(
+                result["cpu"]["docs check"]
+            )
+            print(f"{name} / docs check: {wall:.1f}× wall, {used:.1f}× CPU")
     print("\nper notebook, inside our runner (kernel start to last cell):")
     for stem, seconds in result["per_notebook"].items():
         print(f"  {stem:<24}{seconds:.2f} s")
