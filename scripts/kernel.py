@@ -16,6 +16,10 @@ the page contract needs:
   because a reader in JupyterLab would see text the page does not show;
 - the kernel is killed then: a throwaway kernel has nothing to save.
 
+One limit comes with nbclient: it reads each cell's own messages, so text that an asyncio task
+started by an earlier cell prints while a later cell runs is not recorded (a thread's text is:
+it belongs to the cell running). Output after the last cell is caught whatever its cell.
+
 Where kernels come from. Importing ipykernel is most of a kernel's start-up (about 0.4 s of
 CPU). On Linux one warm parent (`scripts/kernel_zygote.py`) imports it once per check and forks
 a kernel per notebook (`_ForkedKernelManager` hands nbclient such a kernel); elsewhere each
