@@ -171,7 +171,9 @@ class ConfigurationChanged(SynaptumError):
         self.run_id = run_id
         self.changes = changes
         described = "; ".join(
-            f"{name}: journaled {before!r}, now {after!r}"
+            _tools_changed(before, after)
+            if name == "tools"
+            else f"{name}: journaled {before!r}, now {after!r}"
             for name, (before, after) in changes.items()
         )
         super().__init__(
@@ -183,6 +185,23 @@ class ConfigurationChanged(SynaptumError):
     def fields(self) -> list[str]:
         """The names of the fields that changed."""
         return list(self.changes)
+
+
+def _tools_changed(before: list[str], after: list[str]) -> str:
+    """The tools gone, new, and declared otherwise (a name in both lists), in words."""
+    parts = [
+        f"{what} {names!r}"
+        for what, names in (
+            ("gone", sorted(set(before) - set(after))),
+            ("new", sorted(set(after) - set(before))),
+            (
+                "declared otherwise (description, parameters, risk or idempotency)",
+                sorted(set(before) & set(after)),
+            ),
+        )
+        if names
+    ]
+    return "tools: " + ", ".join(parts)
 
 
 class ReplayDivergence(SynaptumError):

@@ -211,9 +211,10 @@ def test_a_schema_changed_on_the_server_between_two_passes_is_refused_naming_the
     assert changed.value.changes == {
         "tools": (["incidencias__comentar"], ["incidencias__comentar"])
     }
-    assert "tools: journaled ['incidencias__comentar'], now ['incidencias__comentar']" in str(
-        changed.value
-    )
+    assert (
+        "tools: declared otherwise (description, parameters, risk or idempotency) "
+        "['incidencias__comentar']"
+    ) in str(changed.value)
     after = effects_of(effects)
     assert after - before == {"arranque": 1}  # the new server started; no tool was called
 
