@@ -6,7 +6,8 @@
 Each try goes through `OpenAICompatibleGateway`, as a notebook's would. A tool call counts as
 valid when it names the expected tool and its arguments pass that tool's own schema check
 (`Tool.bind`); a call the server could not parse comes back as text and counts as none.
-After the tool's result, the model should answer in text. The server's memory is
+After the tool's result, the model should answer in text, in Spanish (the language of the
+instructions and the task; `captura_modelo.language_of` reads it). The server's memory is
 read from /proc for the PID that `modelo_local.py` recorded.
 """
 
@@ -22,6 +23,7 @@ from typing import Annotated
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scripts.captura_modelo import language_of  # noqa: E402
 from synaptum_lite import InvalidToolCall, Message, ModelRequest, Role, tool  # noqa: E402
 from synaptum_lite.http import OpenAICompatibleGateway  # noqa: E402
 
@@ -93,7 +95,10 @@ def buscar_vuelos(
     return f"TP 1943 a {destino}, 08:05"
 
 
-BANCO = "Consultas saldos y haces transferencias con las herramientas. Responde en una frase."
+BANCO = (
+    "Consultas saldos y haces transferencias con las herramientas. "
+    "Responde en español, en una frase."
+)
 #: (instructions, task, the tool expected, the tools offered): twelve distinct requests, in the
 #: notebooks' own style. The model runs greedy (--temp 0), so rounds repeat each one.
 CASES = [
@@ -102,21 +107,22 @@ CASES = [
      [consultar_saldo, transferir]),
     (BANCO, "Transfiere 250 € de ES91 2100 0418 45 a ES12 0081 0200 11.", transferir,
      [consultar_saldo, transferir]),
-    ("Consultas saldos y conviertes divisas con las herramientas. Una frase.",
+    ("Consultas saldos y conviertes divisas con las herramientas. "
+     "Responde en español, en una frase.",
      "¿Cuánto son 4200 euros en dólares?", convertir, [consultar_saldo, convertir]),
     ("Eres un asistente del tiempo. Usa la herramienta.", "¿Qué tiempo hace en Valencia?",
      consultar_tiempo, [consultar_tiempo]),
     ("Eres una calculadora. Usa la herramienta para sumar.", "¿Cuánto es 1234 más 4321?",
      sumar, [sumar]),
-    ("Gestionas el correo de la empresa con tus herramientas. Responde en una frase.",
+    ("Gestionas el correo de la empresa con tus herramientas. Responde en español, en una frase.",
      "Manda el presupuesto a ana@cliente.com.", enviar_correo, [enviar_correo]),
-    ("Atiendes consultas de pedidos con la herramienta. Responde en una frase.",
+    ("Atiendes consultas de pedidos con la herramienta. Responde en español, en una frase.",
      "¿En qué estado está el pedido A-7?", estado_pedido, [estado_pedido]),
-    ("Atiendes consultas de pedidos con la herramienta. Responde en una frase.",
+    ("Atiendes consultas de pedidos con la herramienta. Responde en español, en una frase.",
      "Quiero saber si ya han enviado mi pedido B-1022.", estado_pedido, [estado_pedido]),
     ("Calculas presupuestos de hotel con la tarifa de la herramienta.",
      "¿Cuánto cuesta una noche en Lisboa?", consultar_tarifa, [consultar_tarifa]),
-    ("Buscas vuelos con la herramienta. Responde en una frase.",
+    ("Buscas vuelos con la herramienta. Responde en español, en una frase.",
      "Quiero ir a Oporto mañana por la mañana.", buscar_vuelos, [buscar_vuelos]),
     ("Eres un asistente del tiempo. Usa la herramienta.", "¿Llueve ahora en Bilbao?",
      consultar_tiempo, [consultar_tiempo]),
@@ -192,15 +198,19 @@ async def main() -> None:
                 print(f"  invalid: {case[1]!r} -> {outcome.get('got')!r}")
             elif not outcome["text_after"]:
                 print(f"  no text after the result: {case[1]!r} -> {outcome.get('answer')!r}")
+            elif language_of(outcome["answer"]) != "es":
+                print(f"  not Spanish: {case[1]!r} -> {outcome['answer']!r}")
     called = sum(o["called"] for o in outcomes)
     valid = sum(o["valid"] for o in outcomes)
     answered = sum(bool(o["text_after"]) for o in outcomes)
+    spanish = sum(bool(o["text_after"]) and language_of(o["answer"]) == "es" for o in outcomes)
     seconds = [s for o in outcomes for s in o["seconds"]]
     fragments, final = await streamed(model, name)
     print(f"server: {model.base_url}")
     print(f"answers that are a tool call (parsed by the server): {called}/{len(outcomes)}")
     print(f"... to the expected tool, with arguments its schema accepts: {valid}/{len(outcomes)}")
     print(f"text answer after the tool result: {answered}/{valid}")
+    print(f"... of them in Spanish: {spanish}/{answered}")
     print(
         f"seconds per call: mean {statistics.mean(seconds):.2f}, "
         f"median {statistics.median(seconds):.2f}, max {max(seconds):.2f} "

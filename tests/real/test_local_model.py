@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 RUNS = {"consultar_saldo": 0}
+INSTRUCTIONS = "Consultas saldos con la herramienta. Responde en español, en una frase."
 
 
 def show(line: str) -> None:
@@ -65,7 +66,7 @@ def test_the_seed_run_resumes_on_the_real_model_without_paying_twice(tmp_path: P
     agent = Agent(
         "cajero",
         model="qwen2.5-coder-0.5b-instruct",
-        instructions="Consultas saldos con la herramienta. Responde en una frase.",
+        instructions=INSTRUCTIONS,
         tools=[consultar_saldo],
     )
     task = "¿Cuánto hay en ES91 2100 0418 45?"
@@ -109,7 +110,7 @@ def test_the_template_makes_the_server_return_tool_calls() -> None:
         request = ModelRequest(
             "qwen2.5-coder-0.5b-instruct",
             (
-                Message(Role.SYSTEM, "Consultas saldos con la herramienta. Responde en una frase."),
+                Message(Role.SYSTEM, INSTRUCTIONS),
                 Message(Role.USER, task),
             ),
             (consultar_saldo.spec,),

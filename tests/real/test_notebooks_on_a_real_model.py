@@ -7,6 +7,10 @@ output is not compared: each notebook must run to its end with its own asserts h
 are about the runtime: no effect twice, no turn paid twice, events on disk), and its header
 must say it talks to the server. Notebooks that use the double by design say so on their page
 and in a line of their output.
+
+What each notebook printed is kept in `build/modelo-real/<notebook>.txt`
+(`scripts.captura_modelo.CAPTURAS`): `python -m scripts.captura_modelo` turns two of them into
+the excerpt on *Modelos*.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sys
 
 import pytest
 
+from scripts.captura_modelo import write_captures
 from scripts.kernel import run_notebooks_sync
 from scripts.pages import property_notebooks, relative
 
@@ -35,12 +40,14 @@ ON_THE_DOUBLE_BY_DESIGN = {"06_kill_9", "09_contexto", "10_reintentos", "19_agen
 def runs():
     assert BASE_URL is not None
     # one server, one slot: running kernels side by side would only queue at the server
-    return run_notebooks_sync(
+    runs = run_notebooks_sync(
         property_notebooks(),
         parallel=2,
         timeout=600,
         model={"SYNAPTUM_BASE_URL": BASE_URL, "SYNAPTUM_MODEL": MODEL},
     )
+    write_captures({run.path.stem: run.printed for run in runs if not run.problems()})
+    return runs
 
 
 def test_every_notebook_runs_to_its_end_on_the_real_model(runs):
