@@ -19,9 +19,13 @@ task (`GetTask`); with a send attempted and no id journaled (the process died wh
 it asks for the tasks of its context (`ListTasks`, the context id is the sub-run id) and
 re-attaches to the one it finds, sending only if the server has none. A server that cannot
 answer that question leaves the send uncertain (`UncertainEffect`), for a person to resolve.
+A task that does not end within `max_wait` leaves GetTask attempted (`RemoteTaskTimeout`):
+the next pass waits for the same task.
 
-The protocol's JSON is written here, over httpx (the optional extra `a2a`), rather than
-through the `a2a-sdk` package: four calls, visible in one module, and no dependency whose
+This module is the durable sub-run; the protocol's wire (the card's interface, the JSON-RPC
+calls and what each bad answer becomes) is `a2a_wire`. Its JSON is written there, over httpx
+(the optional extra `a2a`), rather than through the `a2a-sdk` package: four calls, visible in
+one module, and no dependency whose
 API moves between protocol versions. httpx is imported on first use, and a clear error says
 how to install it. The tests check this client against a server built with a2a-sdk
 (tests/a2a/test_reference_server.py), so it is not only our own reading of the protocol.
@@ -29,13 +33,14 @@ how to install it. The tests check this client against a server built with a2a-s
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from . import a2a_wire as wire
+from .a2a_wire import RemoteTaskTimeout
 from .agent import Agent, TextFragment
 from .errors import (
     ConfigurationError,
@@ -50,28 +55,15 @@ from .replay import Journal, StepHistory
 from .session import Session
 from .tools import Risk
 
-PROTOCOL_VERSION = "1.0"
-CARD_PATH = "/.well-known/agent-card.json"
-TERMINAL_STATES = frozenset(
-    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-)
-#: States in which the task waits for the client (the lite client answers no questions).
-INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
-STATES = TERMINAL_STATES | INTERRUPTED_STATES | {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
-TASK_NOT_FOUND = -32001
-METHOD_NOT_FOUND = -32601
-UNSUPPORTED_OPERATION = -32004
-
-
-def _httpx() -> Any:
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - depends on what is installed
-        raise ConfigurationError(
-            "synaptum_lite.a2a needs httpx, which is not installed; install the extra: "
-            "pip install 'synaptum-lite[a2a]' (or, in this repository, uv sync --extra a2a)"
-        ) from None
-    return httpx
+__all__ = [
+    "RemoteAgent",
+    "RemoteProtocolError",
+    "RemoteTaskLost",
+    "RemoteTaskTimeout",
+    "RemoteUnavailable",
+    "UncertainEffect",
+    "remote_agent",
+]
 
 
 async def remote_agent(
@@ -80,21 +72,27 @@ async def remote_agent(
     risk: Risk,
     name: str | None = None,
     poll_interval: float = 0.05,
+    max_wait: float = 600.0,
     timeout: float = 10.0,
+    allow_origins: Iterable[str] = (),
 ) -> RemoteAgent:
     """Read the agent card at `url` and return the remote agent it describes.
 
     `risk` is what the caller says the remote agent may do (a card does not say). `name` is
-    how the model calls it (default: the card's name, as an identifier). Raises
-    `RemoteUnavailable` when the card cannot be fetched and `RemoteProtocolError` when it is
-    not an A2A 1.x card with a JSON-RPC interface.
+    how the model calls it (default: the card's name, as an identifier). `max_wait` bounds, in
+    seconds, how long one pass waits for the remote task (`RemoteTaskTimeout` then; a later
+    pass waits for the same task, sending nothing); `poll_interval` is the first pause between
+    two polls, which grows to one second; `timeout` bounds each HTTP request. A card whose
+    JSON-RPC interface lives on another origin than the card is refused unless that origin is
+    in `allow_origins`. Raises `RemoteUnavailable` when the card cannot be fetched and
+    `RemoteProtocolError` when it is not an A2A 1.x card with a JSON-RPC interface.
     """
-    httpx = _httpx()
-    card_url = url.rstrip("/") + CARD_PATH
+    httpx = wire.httpx_module()
+    card_url = url.rstrip("/") + wire.CARD_PATH
     label = name or "remote agent"
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:
-            response = await http.get(card_url)
+            status, headers, body = await wire.read(http, "GET", card_url)
         except httpx.TransportError as exc:
             raise RemoteUnavailable(
                 label,
@@ -102,23 +100,38 @@ async def remote_agent(
                 f"its card could not be fetched ({type(exc).__name__}: {exc or 'no detail'})",
                 then="; nothing was sent. Start the server or fix the URL, then try again",
             ) from None
-    if response.status_code != 200:
+        except ValueError as exc:
+            raise RemoteProtocolError(label, card_url, f"its card is {exc}") from None
+    if 300 <= status < 400:
+        raise RemoteProtocolError(
+            label,
+            card_url,
+            f"its card answered HTTP {status}, a redirect to {headers.get('location')!r}, "
+            "which is not followed; nothing was sent",
+            then=". If you trust where it points, call remote_agent with that URL",
+        )
+    if status != 200:
         raise RemoteUnavailable(
             label,
             card_url,
-            f"its card answered HTTP {response.status_code}",
-            then="; nothing was sent. Check the URL: the card lives at " + CARD_PATH,
+            f"its card answered HTTP {status}",
+            then="; nothing was sent. Check the URL: the card lives at " + wire.CARD_PATH,
         )
-    try:
-        card = response.json()
-    except ValueError:
-        card = None
+    card, why = wire.decode(body)
     if not isinstance(card, dict):
+        why = f" ({why})" if why else ""
         raise RemoteProtocolError(
-            label, card_url, f"its card is not a JSON object: {_excerpt(response.text)}"
+            label, card_url, f"its card is not a JSON object{why}: {wire.excerpt(body)}"
         )
     return RemoteAgent(
-        card, card_url=card_url, risk=risk, name=name, poll_interval=poll_interval, timeout=timeout
+        card,
+        card_url=card_url,
+        risk=risk,
+        name=name,
+        poll_interval=poll_interval,
+        max_wait=max_wait,
+        timeout=timeout,
+        allow_origins=allow_origins,
     )
 
 
@@ -139,9 +152,21 @@ class RemoteAgent(Agent):
         risk: Risk,
         name: str | None = None,
         poll_interval: float = 0.05,
+        max_wait: float = 600.0,
         timeout: float = 10.0,
+        allow_origins: Iterable[str] = (),
     ) -> None:
         label = name or str(card.get("name") or "remote agent")
+        self.poll_interval = wire.seconds(
+            label,
+            "poll_interval",
+            poll_interval,
+            "is the pause between two polls of the remote task",
+        )
+        self.max_wait = wire.seconds(
+            label, "max_wait", max_wait, "bounds how long one pass waits for the remote task"
+        )
+        self.timeout = wire.seconds(label, "timeout", timeout, "bounds each HTTP request")
         if not isinstance(risk, Risk):
             raise ConfigurationError(
                 f"remote agent {label!r}: risk must be a Risk (Risk.READ, Risk.SOFT_WRITE, "
@@ -153,7 +178,9 @@ class RemoteAgent(Agent):
             raise RemoteProtocolError(
                 label, card_url, f"its card lacks {', '.join(missing)}, which A2A requires"
             )
-        self.url, self.tenant = _jsonrpc_interface(label, card_url, card["supportedInterfaces"])
+        self.url, self.tenant = wire.jsonrpc_interface(
+            label, card_url, card["supportedInterfaces"], frozenset(allow_origins)
+        )
         skills = card.get("skills") or []
         self.card = {
             "name": str(card["name"]),
@@ -161,8 +188,6 @@ class RemoteAgent(Agent):
             "skills": [str(s.get("id")) for s in skills if isinstance(s, dict)],
         }
         self._risk = risk
-        self.poll_interval = poll_interval
-        self.timeout = timeout
         described = str(card["description"]).strip()
         skill_names = [str(s.get("name") or s.get("id")) for s in skills if isinstance(s, dict)]
         if skill_names:
@@ -183,7 +208,7 @@ class RemoteAgent(Agent):
             "name": self.name,
             "model": self.model,
             "instructions": self.instructions,
-            "tools": {"SendMessage": PROTOCOL_VERSION, "GetTask": PROTOCOL_VERSION},
+            "tools": {"SendMessage": wire.PROTOCOL_VERSION, "GetTask": wire.PROTOCOL_VERSION},
             "output": None,
             "max_tool_output": None,
             "delegates": {},
@@ -214,7 +239,7 @@ class RemoteAgent(Agent):
         return self._remote(task, session)
 
     async def _remote(self, task: str, session: Session) -> AsyncIterator[Any]:
-        httpx = _httpx()
+        httpx = wire.httpx_module()
         async with session.checkpointer.hold(session.run_id):
             journal, closed = await Journal.open(
                 session.run_id, session.checkpointer, self.configuration, task
@@ -223,7 +248,7 @@ class RemoteAgent(Agent):
                 yield closed.as_replayed()
                 return
             async with httpx.AsyncClient(timeout=self.timeout) as http:
-                rpc = _Rpc(self, http, session.run_id)
+                rpc = wire.Rpc(self, http, session.run_id)
                 # ── SendMessage: check the journal → send (or find what was sent) → record
                 send_id, history = journal.next_step("tool")
                 if history is not None and isinstance(history.completed, ToolStep):
@@ -285,7 +310,7 @@ class RemoteAgent(Agent):
             yield final
 
     async def _send_attempt(
-        self, rpc: _Rpc, session: Session, send_id: str, history: StepHistory | None
+        self, rpc: wire.Rpc, session: Session, send_id: str, history: StepHistory | None
     ) -> tuple[ToolStep, dict[str, Any] | None]:
         """The SendMessage attempt to make, and the task a previous attempt already created.
 
@@ -312,179 +337,6 @@ class RemoteAgent(Agent):
         return (previous if found is not None else retry), found
 
 
-class _Rpc:
-    """The JSON-RPC calls of one pass, each turned into a result or a designed error."""
-
-    def __init__(self, agent: RemoteAgent, http: Any, run_id: str) -> None:
-        self.agent = agent
-        self.http = http
-        self.run_id = run_id
-        self.step_id: str | None = None
-        self.calls = 0
-
-    async def send(self, task: str, *, message_id: str) -> dict[str, Any]:
-        """Send the task once, returning at once with the task the server created."""
-        result = await self.call(
-            "SendMessage",
-            {
-                "message": {
-                    "messageId": message_id,
-                    "contextId": self.run_id,
-                    "role": "ROLE_USER",
-                    "parts": [{"text": task}],
-                },
-                "configuration": {"returnImmediately": True},
-            },
-        )
-        if isinstance(result.get("task"), dict):
-            task_state = self.task(result["task"], "SendMessage")
-            return {
-                "taskId": task_state["id"],
-                "contextId": task_state.get("contextId", ""),
-                "state": task_state["status"]["state"],
-            }
-        if isinstance(result.get("message"), dict):
-            return {"answer": _text_of(result["message"].get("parts"))}
-        raise self.garbled("SendMessage", f"a result with neither task nor message: {result!r}")
-
-    async def find(self, context_id: str, call: ToolCall) -> dict[str, Any] | None:
-        """The task a send in this context already created, or None if there is none."""
-        try:
-            result = await self.call("ListTasks", {"contextId": context_id, "historyLength": 0})
-        except RemoteProtocolError as exc:
-            if exc.code in (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION):
-                assert self.step_id is not None
-                raise UncertainEffect(self.run_id, self.step_id, call.name, call.arguments) from exc
-            raise
-        tasks = result.get("tasks")
-        if not isinstance(tasks, list):
-            raise self.garbled("ListTasks", f"a result without a list of tasks: {result!r}")
-        mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
-        mine = [t for t in mine if t.get("contextId") == context_id]
-        if not mine:
-            return None
-        if len(mine) > 1:
-            raise self.garbled(
-                "ListTasks", f"{len(mine)} tasks in context {context_id!r}, where one was sent"
-            )
-        return {
-            "taskId": mine[0]["id"],
-            "contextId": context_id,
-            "state": mine[0]["status"]["state"],
-            "found": "ListTasks",
-        }
-
-    async def wait(self, task_id: str) -> ToolResult:
-        """Poll the task until it ends; its answer (an error result if it did not succeed)."""
-        while True:
-            task = self.task(await self.call("GetTask", {"id": task_id}), "GetTask", task_id)
-            state = task["status"]["state"]
-            if state == "TASK_STATE_COMPLETED":
-                parts = [p for a in task.get("artifacts") or [] for p in a.get("parts") or []]
-                text = _text_of(parts) or _text_of(
-                    (task["status"].get("message") or {}).get("parts")
-                )
-                return ToolResult(text)
-            if state in TERMINAL_STATES or state in INTERRUPTED_STATES:
-                said = _text_of((task["status"].get("message") or {}).get("parts"))
-                return ToolResult(
-                    f"the remote task {task_id} ended in {state}" + (f": {said}" if said else ""),
-                    is_error=True,
-                )
-            await asyncio.sleep(self.agent.poll_interval)
-
-    def task(self, task: Any, method: str, task_id: str | None = None) -> dict[str, Any]:
-        """`task`, checked to be an A2A task (with the id asked for, when one was)."""
-        status = task.get("status") if isinstance(task, dict) else None
-        state = status.get("state") if isinstance(status, dict) else None
-        if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
-            raise self.garbled(method, f"a task without an id: {_excerpt(json.dumps(task))}")
-        if state not in STATES:
-            raise self.garbled(method, f"task {task['id']!r} in an unknown state {state!r}")
-        if task_id is not None and task["id"] != task_id:
-            raise self.garbled(method, f"task {task['id']!r} when {task_id!r} was asked for")
-        return task
-
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One JSON-RPC request; its `result` object, or a designed error."""
-        httpx = _httpx()
-        self.calls += 1
-        if self.agent.tenant is not None:
-            params = {"tenant": self.agent.tenant, **params}
-        body = {"jsonrpc": "2.0", "id": self.calls, "method": method, "params": params}
-        try:
-            response = await self.http.post(
-                self.agent.url, json=body, headers={"A2A-Version": PROTOCOL_VERSION}
-            )
-        except httpx.TransportError as exc:
-            raise self.unavailable(method, f"{type(exc).__name__}: {exc or 'no detail'}") from None
-        if response.status_code >= 500:
-            raise self.unavailable(method, f"HTTP {response.status_code}")
-        try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
-            raise self.garbled(
-                method,
-                f"HTTP {response.status_code} with a body that is not JSON-RPC: "
-                f"{_excerpt(response.text)}",
-            )
-        error = answer.get("error")
-        if isinstance(error, dict):
-            code = error.get("code")
-            if code == TASK_NOT_FOUND and method == "GetTask":
-                assert self.step_id is not None
-                raise RemoteTaskLost(
-                    self.agent.name,
-                    self.agent.url,
-                    str(params.get("id")),
-                    run_id=self.run_id,
-                    step_id=self.step_id,
-                )
-            raise RemoteProtocolError(
-                self.agent.name,
-                self.agent.url,
-                f"{method} failed with JSON-RPC error {code}: {error.get('message')!r}",
-                run_id=self.run_id,
-                step_id=self.step_id,
-                code=code if isinstance(code, int) else None,
-                then=self._then(method),
-            )
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise self.garbled(method, f"a JSON-RPC answer without a result object: {answer!r}")
-        return result
-
-    def _then(self, method: str) -> str:
-        if method == "SendMessage":
-            return (
-                "; the attempt is journaled: run the same run_id again, and the server is "
-                "asked for the task of this context before anything is sent"
-            )
-        return "; nothing was sent again: fix the server and run the same run_id again"
-
-    def unavailable(self, method: str, problem: str) -> RemoteUnavailable:
-        return RemoteUnavailable(
-            self.agent.name,
-            self.agent.url,
-            f"{method} could not reach it ({problem})",
-            run_id=self.run_id,
-            step_id=self.step_id,
-            then=self._then(method),
-        )
-
-    def garbled(self, method: str, problem: str) -> RemoteProtocolError:
-        return RemoteProtocolError(
-            self.agent.name,
-            self.agent.url,
-            f"{method} was answered with {problem}",
-            run_id=self.run_id,
-            step_id=self.step_id,
-            then=self._then(method),
-        )
-
-
 def _accepted(sent: ToolStep) -> dict[str, Any]:
     """What a completed SendMessage step recorded: the task the server created, or the
     answer itself (a server that answered with a message, or a person who recorded the
@@ -500,39 +352,7 @@ def _accepted(sent: ToolStep) -> dict[str, Any]:
     return {"answer": content, "is_error": is_error}
 
 
-def _jsonrpc_interface(label: str, card_url: str, interfaces: Any) -> tuple[str, str | None]:
-    """The URL of the card's first JSON-RPC interface of A2A 1.x, and its tenant (which every
-    request to it must carry), if it declares one."""
-    offered = []
-    for interface in interfaces if isinstance(interfaces, list) else []:
-        if not isinstance(interface, dict):
-            continue
-        binding, version = interface.get("protocolBinding"), str(interface.get("protocolVersion"))
-        offered.append(f"{binding} {version}")
-        if binding == "JSONRPC" and version.split(".")[0] == "1" and interface.get("url"):
-            tenant = interface.get("tenant")
-            return str(interface["url"]), str(tenant) if tenant else None
-    raise RemoteProtocolError(
-        label,
-        card_url,
-        "its card offers no JSON-RPC interface of A2A 1.x (it offers: "
-        f"{', '.join(offered) or 'nothing'}); this client speaks A2A 1.0 over JSON-RPC",
-    )
-
-
 def _identifier(text: str) -> str:
     """A card's name as a tool name: `Buscador de vuelos` → `buscador_de_vuelos`."""
     name = re.sub(r"[^0-9a-zA-Z_]+", "_", text.strip().lower()).strip("_")
     return name or "remote_agent"
-
-
-def _text_of(parts: Any) -> str:
-    """The text parts of a message or artifact, joined."""
-    texts = [
-        p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
-    ]
-    return "\n".join(texts)
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "…")

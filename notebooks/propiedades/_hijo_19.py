@@ -79,16 +79,16 @@ def journal(almacen: Path) -> SqliteCheckpointer:
 
 def morir_al_enviar() -> None:
     """Envuelve el envío: el proceso muere con la respuesta del servidor en la mano."""
-    from synaptum_lite import a2a
+    from synaptum_lite import a2a_wire
 
-    enviar = a2a._Rpc.send
+    enviar = a2a_wire.Rpc.send
 
     async def enviar_y_morir(self: Any, task: str, *, message_id: str) -> dict[str, Any]:
         await enviar(self, task, message_id=message_id)
         os.kill(os.getpid(), signal.SIGKILL)  # el mensaje llegó; su tarea no está en el journal
         raise AssertionError("inalcanzable")
 
-    a2a._Rpc.send = enviar_y_morir  # type: ignore[method-assign]
+    a2a_wire.Rpc.send = enviar_y_morir  # type: ignore[method-assign]
 
 
 async def recorrer(almacen: Path, run_id: str, url: str, muere_tras: int | None) -> None:

@@ -277,7 +277,8 @@ def test_a_remote_agent_without_a_declared_risk_is_refused_naming_why():
     with pytest.raises(ConfigurationError) as error:
         RemoteAgent(card, card_url="http://127.0.0.1:1/.well-known/agent-card.json", risk="read")
     assert "An agent card declares skills, not risk" in str(error.value)
-    assert RemoteAgent(card, card_url="x", risk=Risk.HARD_WRITE).risk is Risk.HARD_WRITE
+    card_url = "http://127.0.0.1:1/.well-known/agent-card.json"
+    assert RemoteAgent(card, card_url=card_url, risk=Risk.HARD_WRITE).risk is Risk.HARD_WRITE
 
 
 def test_a_card_without_a_jsonrpc_interface_of_a2a_1_is_refused_naming_what_it_offers():

@@ -1,0 +1,389 @@
+"""The A2A protocol's wire (1.0, JSON-RPC binding) for `synaptum_lite.a2a`: the card's
+interface, the four calls (SendMessage, GetTask, ListTasks and the wait on GetTask), and every
+answer a server can give turned into a result or a designed error.
+
+What a hostile or broken server meets here, each a `RemoteAgentError` naming the method:
+
+    a body that is not UTF-8, not JSON, JSON with NaN or nested past reason   RemoteProtocolError
+    a body larger than `MAX_ANSWER_BYTES`                                     RemoteProtocolError
+    a redirect (3xx): not followed, its target named                          RemoteProtocolError
+    HTTP 5xx or 429 on SendMessage, ListTasks                                 RemoteUnavailable
+    HTTP 5xx or 429 while waiting: asked again (its Retry-After honoured) until `max_wait`
+    a task that does not end within `max_wait`                                RemoteTaskTimeout
+    another task than the one asked for                                       RemoteProtocolError
+
+None of them sends the message again; the module docstring of `synaptum_lite.a2a` says what a
+resumed run does instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .errors import (
+    ConfigurationError,
+    RemoteAgentError,
+    RemoteProtocolError,
+    RemoteTaskLost,
+    RemoteUnavailable,
+    UncertainEffect,
+)
+from .messages import ToolCall, ToolResult
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from .a2a import RemoteAgent
+
+PROTOCOL_VERSION = "1.0"
+CARD_PATH = "/.well-known/agent-card.json"
+TERMINAL_STATES = frozenset(
+    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+)
+#: States in which the task waits for the client (the lite client answers no questions).
+INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+STATES = TERMINAL_STATES | INTERRUPTED_STATES | {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+TASK_NOT_FOUND = -32001
+METHOD_NOT_FOUND = -32601
+UNSUPPORTED_OPERATION = -32004
+#: The largest answer read from a server (bytes); a larger one is refused, not truncated.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+#: The longest pause between two GetTask while waiting (seconds): the interval grows to it.
+MAX_POLL_INTERVAL = 1.0
+
+
+class RemoteTaskTimeout(RemoteAgentError):
+    """The remote task `task_id` did not end within `max_wait` seconds of one pass. The message
+    was sent once; a later pass of the same run waits for the same task again, sending nothing."""
+
+    def __init__(self, rpc: Rpc, task_id: str, *, last: str) -> None:
+        self.task_id, self.max_wait = task_id, rpc.agent.max_wait
+        super().__init__(
+            rpc.agent.name,
+            rpc.agent.url,
+            f"task {task_id!r} did not end within max_wait={self.max_wait:g} s ({last}); the "
+            "message was not sent again",
+            run_id=rpc.run_id,
+            step_id=rpc.step_id,
+            then=(
+                ". Run the same run_id again to go on waiting for the same task, or give it "
+                "more time with remote_agent(..., max_wait=SECONDS)"
+            ),
+        )
+
+
+class _Busy(RemoteUnavailable):
+    """HTTP 5xx or 429: the server is there and says «not now» (`retry_after`, seconds)."""
+
+    retry_after: float | None = None
+
+
+def httpx_module() -> Any:
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - depends on what is installed
+        raise ConfigurationError(
+            "synaptum_lite.a2a needs httpx, which is not installed; install the extra: "
+            "pip install 'synaptum-lite[a2a]' (or, in this repository, uv sync --extra a2a)"
+        ) from None
+    return httpx
+
+
+def seconds(label: str, what: str, value: Any, purpose: str) -> float:
+    """`value` as a positive, finite number of seconds, or a ConfigurationError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ConfigurationError(
+            f"remote agent {label!r}: {what} must be a positive number of seconds, got "
+            f"{value!r}; it {purpose}"
+        )
+    return float(value)
+
+
+def decode(body: bytes) -> tuple[Any, str]:
+    """The JSON value of `body` (UTF-8, strict JSON), or None and why it is not one."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    try:
+        return json.loads(body.decode("utf-8"), parse_constant=refuse), ""
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte {body[exc.start]:#04x} at {exc.start})"
+    except RecursionError:
+        return None, "JSON nested too deep to read"
+    except json.JSONDecodeError:
+        return None, ""  # the excerpt shows what it is
+    except ValueError as exc:  # NaN, Infinity
+        return None, str(exc)
+
+
+def excerpt(body: bytes | str, limit: int = 80) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def jsonrpc_interface(
+    label: str, card_url: str, interfaces: Any, allow_origins: frozenset[str]
+) -> tuple[str, str | None]:
+    """The URL of the card's first JSON-RPC interface of A2A 1.x, and its tenant (which every
+    request to it must carry), if it declares one. An interface on another origin than the
+    card's is refused unless the caller named that origin in `allow_origins`: a card must not
+    send our messages where we did not choose to."""
+    offered = []
+    for interface in interfaces if isinstance(interfaces, list) else []:
+        if not isinstance(interface, dict):
+            continue
+        binding, version = interface.get("protocolBinding"), str(interface.get("protocolVersion"))
+        offered.append(f"{binding} {version}")
+        if binding == "JSONRPC" and version.split(".")[0] == "1" and interface.get("url"):
+            url, tenant = str(interface["url"]), interface.get("tenant")
+            where, card = urlsplit(url), urlsplit(card_url)
+            if where.scheme not in ("http", "https") or not where.netloc:
+                problem = f"its JSON-RPC interface URL {url!r} is not an http(s) URL"
+                raise RemoteProtocolError(label, card_url, problem + "; nothing was sent")
+            origin = f"{where.scheme}://{where.netloc}"
+            if origin != f"{card.scheme}://{card.netloc}" and origin not in allow_origins:
+                raise RemoteProtocolError(
+                    label,
+                    card_url,
+                    f"its card sends requests to {url}, on another origin than the card's; "
+                    "nothing was sent",
+                    then=f". If you trust it, pass remote_agent(..., allow_origins=[{origin!r}])",
+                )
+            return url, str(tenant) if tenant else None
+    raise RemoteProtocolError(
+        label,
+        card_url,
+        "its card offers no JSON-RPC interface of A2A 1.x (it offers: "
+        f"{', '.join(offered) or 'nothing'}); this client speaks A2A 1.0 over JSON-RPC",
+    )
+
+
+async def read(http: Any, method: str, url: str, **request: Any) -> tuple[int, Any, bytes]:
+    """One HTTP request: its status, headers and body, read up to `MAX_ANSWER_BYTES` (raises
+    ValueError beyond). Redirects are not followed."""
+    async with http.stream(method, url, follow_redirects=False, **request) as response:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise ValueError(f"an answer larger than {MAX_ANSWER_BYTES} bytes")
+        return response.status_code, response.headers, bytes(body)
+
+
+def text_of(parts: Any) -> str:
+    """The text parts of a message or artifact, joined."""
+    texts = [
+        p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+    ]
+    return "\n".join(texts)
+
+
+class Rpc:
+    """The JSON-RPC calls of one pass, each turned into a result or a designed error."""
+
+    def __init__(self, agent: RemoteAgent, http: Any, run_id: str) -> None:
+        self.agent = agent
+        self.http = http
+        self.run_id = run_id
+        self.step_id: str | None = None
+        self.calls = 0
+
+    async def send(self, task: str, *, message_id: str) -> dict[str, Any]:
+        """Send the task once, returning at once with the task the server created."""
+        result = await self.call(
+            "SendMessage",
+            {
+                "message": {
+                    "messageId": message_id,
+                    "contextId": self.run_id,
+                    "role": "ROLE_USER",
+                    "parts": [{"text": task}],
+                },
+                "configuration": {"returnImmediately": True},
+            },
+        )
+        if isinstance(result.get("task"), dict):
+            task_state = self.task(result["task"], "SendMessage")
+            return {
+                "taskId": task_state["id"],
+                "contextId": task_state.get("contextId", ""),
+                "state": task_state["status"]["state"],
+            }
+        if isinstance(result.get("message"), dict):
+            return {"answer": text_of(result["message"].get("parts"))}
+        raise self.garbled("SendMessage", f"a result with neither task nor message: {result!r}")
+
+    async def find(self, context_id: str, call: ToolCall) -> dict[str, Any] | None:
+        """The task a send in this context already created, or None if there is none."""
+        try:
+            result = await self.call("ListTasks", {"contextId": context_id, "historyLength": 0})
+        except RemoteProtocolError as exc:
+            if exc.code in (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION):
+                assert self.step_id is not None
+                raise UncertainEffect(self.run_id, self.step_id, call.name, call.arguments) from exc
+            raise
+        tasks = result.get("tasks")
+        if not isinstance(tasks, list):
+            raise self.garbled("ListTasks", f"a result without a list of tasks: {result!r}")
+        mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
+        mine = [t for t in mine if t.get("contextId") == context_id]
+        if not mine:
+            return None
+        if len(mine) > 1:
+            raise self.garbled(
+                "ListTasks", f"{len(mine)} tasks in context {context_id!r}, where one was sent"
+            )
+        return {
+            "taskId": mine[0]["id"],
+            "contextId": context_id,
+            "state": mine[0]["status"]["state"],
+            "found": "ListTasks",
+        }
+
+    async def wait(self, task_id: str) -> ToolResult:
+        """Poll the task until it ends, at most `max_wait` seconds; its answer (an error result
+        if it did not succeed). The pause between two polls grows from `poll_interval` to
+        `MAX_POLL_INTERVAL`; a server that says «not now» (5xx, 429) is asked again later."""
+        interval, last = self.agent.poll_interval, "the server never answered"
+        try:
+            async with asyncio.timeout(self.agent.max_wait):
+                while True:
+                    pause = interval
+                    try:
+                        got = await self.call("GetTask", {"id": task_id})
+                    except _Busy as busy:
+                        last = f"its last answer: {busy.problem}"
+                        pause = max(pause, busy.retry_after or 0.0)
+                    else:
+                        task = self.task(got, "GetTask", task_id)
+                        state = task["status"]["state"]
+                        if state in TERMINAL_STATES or state in INTERRUPTED_STATES:
+                            return self._answer(task_id, task, state)
+                        last = f"last seen in {state}"
+                    await asyncio.sleep(pause)
+                    interval = min(interval * 1.5, max(self.agent.poll_interval, MAX_POLL_INTERVAL))
+        except TimeoutError:
+            raise RemoteTaskTimeout(self, task_id, last=last) from None
+
+    @staticmethod
+    def _answer(task_id: str, task: dict[str, Any], state: str) -> ToolResult:
+        said = text_of((task["status"].get("message") or {}).get("parts"))
+        if state == "TASK_STATE_COMPLETED":
+            parts = [p for a in task.get("artifacts") or [] for p in a.get("parts") or []]
+            return ToolResult(text_of(parts) or said)
+        if state in INTERRUPTED_STATES:
+            problem = (
+                f"the remote task {task_id} stopped in {state}: it waits for "
+                f"{'input' if state.endswith('INPUT_REQUIRED') else 'authorization'} "
+                "this client cannot give"
+            )
+        else:
+            problem = f"the remote task {task_id} ended in {state}"
+        return ToolResult(problem + (f": {said}" if said else ""), is_error=True)
+
+    def task(self, task: Any, method: str, task_id: str | None = None) -> dict[str, Any]:
+        """`task`, checked to be an A2A task (with the id asked for, when one was)."""
+        status = task.get("status") if isinstance(task, dict) else None
+        state = status.get("state") if isinstance(status, dict) else None
+        if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
+            raise self.garbled(method, f"a task without an id: {excerpt(json.dumps(task))}")
+        if state not in STATES:
+            raise self.garbled(method, f"task {task['id']!r} in an unknown state {state!r}")
+        if task_id is not None and task["id"] != task_id:
+            raise self.garbled(method, f"task {task['id']!r} when {task_id!r} was asked for")
+        return task
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC request; its `result` object, or a designed error."""
+        httpx = httpx_module()
+        self.calls += 1
+        if self.agent.tenant is not None:
+            params = {"tenant": self.agent.tenant, **params}
+        body = {"jsonrpc": "2.0", "id": self.calls, "method": method, "params": params}
+        try:
+            version = {"A2A-Version": PROTOCOL_VERSION}
+            status, headers, raw = await read(
+                self.http, "POST", self.agent.url, json=body, headers=version
+            )
+        except httpx.TransportError as exc:
+            raise self.unavailable(method, f"{type(exc).__name__}: {exc or 'no detail'}") from None
+        except ValueError as exc:
+            raise self.garbled(method, str(exc)) from None
+        if status >= 500 or status == 429:
+            busy = _Busy(**self._where(method), problem=f"{method} answered HTTP {status}")
+            busy.retry_after = _retry_after(headers.get("retry-after"))
+            raise busy
+        if 300 <= status < 400:
+            raise self.garbled(
+                method,
+                f"HTTP {status}, a redirect to {headers.get('location')!r}, which this client "
+                "does not follow (use the URL it points to, if you trust it)",
+            )
+        answer, why = decode(raw)
+        if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
+            raise self.garbled(
+                method,
+                f"HTTP {status} with a body that is not JSON-RPC"
+                + (f" ({why})" if why else "")
+                + f": {excerpt(raw)}",
+            )
+        error = answer.get("error")
+        if isinstance(error, dict):
+            code = error.get("code")
+            if code == TASK_NOT_FOUND and method == "GetTask":
+                assert self.step_id is not None
+                raise RemoteTaskLost(
+                    self.agent.name,
+                    self.agent.url,
+                    str(params.get("id")),
+                    run_id=self.run_id,
+                    step_id=self.step_id,
+                )
+            raise RemoteProtocolError(
+                **self._where(method),
+                problem=f"{method} failed with JSON-RPC error {code}: {error.get('message')!r}",
+                code=code if isinstance(code, int) else None,
+            )
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise self.garbled(
+                method, f"a JSON-RPC answer without a result object: {excerpt(json.dumps(answer))}"
+            )
+        return result
+
+    def _where(self, method: str) -> dict[str, Any]:
+        if method == "SendMessage":
+            then = (
+                "; the attempt is journaled: run the same run_id again, and the server is "
+                "asked for the task of this context before anything is sent"
+            )
+        else:
+            then = "; nothing was sent again: fix the server and run the same run_id again"
+        return {
+            "agent": self.agent.name,
+            "url": self.agent.url,
+            "run_id": self.run_id,
+            "step_id": self.step_id,
+            "then": then,
+        }
+
+    def unavailable(self, method: str, problem: str) -> RemoteUnavailable:
+        return RemoteUnavailable(
+            **self._where(method), problem=f"{method} could not reach it ({problem})"
+        )
+
+    def garbled(self, method: str, problem: str) -> RemoteProtocolError:
+        return RemoteProtocolError(
+            **self._where(method), problem=f"{method} was answered with {problem}"
+        )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """`Retry-After` in seconds when it is a number; None otherwise (the interval then)."""
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
