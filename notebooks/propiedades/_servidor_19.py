@@ -9,11 +9,18 @@ completa `--duracion` segundos después, con una recomendación de vuelo como ar
 tareas viven en memoria: si el proceso muere, las olvida (como tantos servidores de verdad).
 
 Cuenta lo que recibe: `GET /contador` (fuera del protocolo) dice cuántos mensajes le llegaron
-y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez».
+y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez», y cuántas
+peticiones de cada método JSON-RPC atendió.
 
 `--modo basura` contesta a todo JSON-RPC con HTML; `--modo incompleta`, con un resultado de
 `SendMessage` sin tarea ni mensaje; `--modo falla` acaba cada tarea en `TASK_STATE_FAILED`;
-`--modo sin-lista` no sabe `ListTasks`. La tarjeta es la misma en todos los modos.
+`--modo sin-lista` no sabe `ListTasks`. Los modos de los ataques (tests/a2a/test_ataques.py)
+cambian solo lo que contesta `GetTask`: `eterna` (la tarea nunca acaba), `ocupado` (429 y
+después 503 dos veces, y luego bien), `saturado` (siempre 503), `otra-tarea` (otra tarea que
+la pedida), `pregunta` y `autoriza` (la tarea se para en INPUT_REQUIRED o AUTH_REQUIRED),
+`enorme` (un artefacto de 5 MB), `latin1` (un cuerpo que no es UTF-8), `nan` (NaN, que no es
+JSON) y `anidada` (JSON anidado cien mil veces); `redirige` manda la tarjeta a otra URL.
+`--interfaz URL` pone en la tarjeta otra URL JSON-RPC que la suya.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -36,6 +44,7 @@ from typing import Any
 
 RESPUESTA = "Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
 FALLO = "No hay vuelos ese día."
+PREGUNTA = "¿Qué viernes, exactamente?"
 TERMINALES = {
     "TASK_STATE_COMPLETED",
     "TASK_STATE_FAILED",
@@ -47,9 +56,11 @@ TERMINALES = {
 class Estado:
     """Lo que el servidor recuerda: sus tareas y los mensajes que recibió."""
 
-    def __init__(self, duracion: float, modo: str) -> None:
+    def __init__(self, duracion: float, modo: str, interfaz: str | None = None) -> None:
         self.duracion = duracion
         self.modo = modo
+        self.interfaz = interfaz
+        self.peticiones: dict[str, int] = {}
         self.cerrojo = threading.Lock()
         self.tareas: dict[str, dict[str, Any]] = {}
         self.termina: dict[str, float] = {}
@@ -63,7 +74,21 @@ class Estado:
         if (
             tarea["status"]["state"] == "TASK_STATE_WORKING"
             and time.monotonic() >= self.termina[id_]
+            and self.modo != "eterna"
         ):
+            if self.modo in ("pregunta", "autoriza"):
+                tarea["status"] = {
+                    "state": "TASK_STATE_INPUT_REQUIRED"
+                    if self.modo == "pregunta"
+                    else "TASK_STATE_AUTH_REQUIRED",
+                    "message": {
+                        "messageId": f"{id_}/pregunta",
+                        "role": "ROLE_AGENT",
+                        "parts": [{"text": PREGUNTA}],
+                    },
+                    "timestamp": _ahora(),
+                }
+                return tarea
             if self.modo == "falla":
                 tarea["status"] = {
                     "state": "TASK_STATE_FAILED",
@@ -80,14 +105,18 @@ class Estado:
         return tarea
 
 
-def tarjeta(base: str) -> dict[str, Any]:
+def tarjeta(base: str, interfaz: str | None = None) -> dict[str, Any]:
     """La tarjeta del agente: quién es y qué sabe hacer. No dice qué riesgo tiene."""
     return {
         "name": "Buscador de vuelos",
         "description": "Busca vuelos y recomienda uno.",
         "version": "1.0.0",
         "supportedInterfaces": [
-            {"url": f"{base}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            {
+                "url": interfaz or f"{base}/a2a",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": "1.0",
+            }
         ],
         "capabilities": {"streaming": False, "pushNotifications": False},
         "defaultInputModes": ["text/plain"],
@@ -132,11 +161,22 @@ class Manejador(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - nombre de http.server
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        if self.path == "/.well-known/agent-card.json":
-            self._json(tarjeta(base))
+        if self.path == "/.well-known/agent-card.json" and self.estado.modo == "redirige":
+            self.send_response(302)
+            self.send_header("Location", f"{base}/otra/.well-known/agent-card.json")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path.endswith("/.well-known/agent-card.json"):
+            self._json(tarjeta(base, self.estado.interfaz))
         elif self.path == "/contador":
             with self.estado.cerrojo:
-                self._json({"mensajes": len(self.estado.mensajes), "ids": self.estado.mensajes})
+                self._json(
+                    {
+                        "mensajes": len(self.estado.mensajes),
+                        "ids": self.estado.mensajes,
+                        "peticiones": self.estado.peticiones,
+                    }
+                )
         else:
             self._json({"error": f"no hay nada en {self.path}"}, 404)
 
@@ -160,8 +200,42 @@ class Manejador(BaseHTTPRequestHandler):
             self._responde(200, b"<html><body>Servicio en mantenimiento</body></html>", "text/html")
             return
         with self.estado.cerrojo:
+            self.estado.peticiones[metodo] = self.estado.peticiones.get(metodo, 0) + 1
+            veces = self.estado.peticiones[metodo]
             respuesta = self._atiende(id_, metodo, parametros)
+        if metodo == "GetTask" and self._ataca(respuesta, veces):
+            return
         self._json(respuesta)
+
+    def _ataca(self, respuesta: dict[str, Any], veces: int) -> bool:
+        """Contesta a GetTask como lo haría un servidor roto (según el modo); False si no."""
+        modo, tarea = self.estado.modo, respuesta.get("result")
+        if modo == "ocupado" and veces <= 3:
+            self.send_response(429 if veces == 1 else 503)
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif modo == "saturado":
+            self._responde(503, b"Service Unavailable", "text/plain")
+        elif modo == "otra-tarea" and tarea:
+            self._json({**respuesta, "result": {**tarea, "id": str(uuid.uuid4())}})
+        elif modo == "enorme" and tarea:
+            tarea["status"] = {"state": "TASK_STATE_COMPLETED"}
+            tarea["artifacts"] = [{"artifactId": "a", "parts": [{"text": "x" * 5_000_000}]}]
+            self._json(respuesta)
+        elif modo == "latin1":
+            self._responde(
+                200, json.dumps(respuesta, ensure_ascii=False).encode("latin-1", "replace")
+            )
+        elif modo == "nan" and tarea:
+            self._responde(
+                200, json.dumps({**respuesta, "result": {**tarea, "x": math.nan}}).encode()
+            )
+        elif modo == "anidada":
+            self._responde(200, b"[" * 100_000 + b"]" * 100_000)
+        else:
+            return False
+        return True
 
     def _atiende(self, id_: Any, metodo: str, parametros: dict[str, Any]) -> dict[str, Any]:
         estado = self.estado
@@ -217,8 +291,9 @@ def _error(id_: Any, codigo: int, mensaje: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": {"code": codigo, "message": mensaje}}
 
 
-def servir(puerto: int, duracion: float, modo: str) -> None:
-    manejador = type("ManejadorA2A", (Manejador,), {"estado": Estado(duracion, modo)})
+def servir(puerto: int, duracion: float, modo: str, interfaz: str | None = None) -> None:
+    estado = Estado(duracion, modo, interfaz)
+    manejador = type("ManejadorA2A", (Manejador,), {"estado": estado})
     servidor = ThreadingHTTPServer(("127.0.0.1", puerto), manejador)
     servidor.daemon_threads = True
     print(f"escuchando en http://127.0.0.1:{servidor.server_address[1]}", flush=True)
@@ -229,7 +304,15 @@ class Proceso:
     """El servidor visto desde quien lo arranca (el cuaderno, un test): su URL, lo que
     recibió, y pararlo. Arrancarlo es lanzar este fichero como un proceso aparte."""
 
-    def __init__(self, *, duracion: float = 1.0, modo: str = "normal", puerto: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        duracion: float = 1.0,
+        modo: str = "normal",
+        puerto: int = 0,
+        interfaz: str | None = None,
+    ) -> None:
+        otra = ["--interfaz", interfaz] if interfaz else []
         self.proceso = subprocess.Popen(
             [
                 sys.executable,
@@ -240,6 +323,7 @@ class Proceso:
                 str(duracion),
                 "--modo",
                 modo,
+                *otra,
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -257,6 +341,11 @@ class Proceso:
         """Los `messageId` de los mensajes que recibió, en orden."""
         with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
             return list(json.load(respuesta)["ids"])
+
+    def peticiones(self, metodo: str) -> int:
+        """Cuántas peticiones `metodo` (JSON-RPC) atendió."""
+        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
+            return int(json.load(respuesta)["peticiones"].get(metodo, 0))
 
     def estado_de(self, tarea: str) -> str:
         """El estado de la tarea `tarea` ahora, preguntado por el protocolo (GetTask)."""
@@ -279,15 +368,18 @@ class Proceso:
             self.proceso.stdout.close()
 
 
+MODOS = ["normal", "basura", "incompleta", "falla", "sin-lista", "eterna", "ocupado", "saturado"]
+MODOS += ["otra-tarea", "pregunta", "autoriza", "enorme", "latin1", "nan", "anidada", "redirige"]
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="_servidor_19.py")
     parser.add_argument("--puerto", type=int, default=0, help="0: uno libre")
     parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
-    parser.add_argument(
-        "--modo", choices=["normal", "basura", "incompleta", "falla", "sin-lista"], default="normal"
-    )
+    parser.add_argument("--modo", choices=MODOS, default="normal")
+    parser.add_argument("--interfaz", help="la URL JSON-RPC que dice la tarjeta")
     opciones = parser.parse_args(argv)
-    servir(opciones.puerto, opciones.duracion, opciones.modo)
+    servir(opciones.puerto, opciones.duracion, opciones.modo, opciones.interfaz)
 
 
 if __name__ == "__main__":
