@@ -87,6 +87,24 @@ class Experimento:
 
 EXPERIMENTOS = [
     Experimento(
+        "01.pruebalo-otro-saldo",
+        linea=("herramientas", 'return "4.200,00 €"', 'return "1.000,00 €"'),
+        se_ve=(
+            "convertir(importe=1000.0, moneda='USD')",
+            "Hay 1.000,00 € en la cuenta, unos 1080.00 USD.",
+        ),
+    ),
+    Experimento(
+        "02.pruebalo-otro-run-id",
+        linea=(
+            "segunda-vuelta",
+            "async for paso in agente.run(tarea, session=Session(run_id, otra_puerta, otro_checkpointer)):",  # noqa: E501
+            'async for paso in agente.run(tarea, session=Session(f"{run_id}-otro", otra_puerta, otro_checkpointer)):',  # noqa: E501
+        ),
+        se_para=("segunda-vuelta", "AssertionError"),
+        se_ve=("modelo ×2 · herramienta ×1", "un paso del journal no volvió del journal"),
+    ),
+    Experimento(
         "03.pruebalo-deniega",
         parametros={"concede": False},
         se_ve=(
@@ -94,6 +112,60 @@ EXPERIMENTOS = [
             "transferencias ×0",
             "No he transferido nada: denied by marta: el cliente no la reconoce.",
             "preguntas ×0",
+        ),
+    ),
+    Experimento(
+        "04.pruebalo-trozos",
+        linea=(
+            "corte",
+            "puerta = gateway(guion(), chunk_size=8)",
+            "puerta = gateway(guion(), chunk_size=16)",
+        ),
+        se_ve=("«Es el registro de un run: cada paso, escrito ant»", "000000-model intentado"),
+    ),
+    Experimento(
+        "05.pruebalo-no-idempotente",
+        linea=(
+            "herramientas",
+            "@tool(risk=Risk.READ, idempotent=True)",
+            "@tool(risk=Risk.READ, idempotent=False)",
+        ),
+        se_para=("consulta", "UncertainEffect"),
+        se_ve=("UncertainEffect: run 'incierto-2', step 000001-tool: tool 'consultar_saldo'",),
+    ),
+    Experimento(
+        "06.pruebalo-operadora",
+        linea=(
+            "operadora",
+            "apunte = efecto_apuntado(sitio, incierto.tool, incierto.arguments)",
+            "apunte = None",
+        ),
+        se_para=("totales", "AssertionError"),
+        se_ve=(
+            "dentro de transferir 7 4 1 2 1 igual allow_retry",
+            "dentro de transferir: efecto repetido",
+        ),
+    ),
+    Experimento(
+        "07.pruebalo-corte",
+        linea=(
+            "run-a-medias",
+            'if paso.kind == "tool" and paso.phase.value == "completed":',
+            'if paso.kind == "model" and paso.phase.value == "completed":',
+        ),
+        se_ve=("journal: 2 eventos", "ConfigurationChanged · fields ['tools']"),
+    ),
+    Experimento(
+        "08.pruebalo-otro-almacen",
+        linea=(
+            "b-reanuda",
+            "trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(almacen))",
+            'trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(carpeta / "otro.db"))',  # noqa: E501
+        ),
+        se_para=("b-reanuda", "AssertionError"),
+        se_ve=(
+            "transferir ×2 (hecha por A, hecha por B)",
+            "una transferencia ocurrió dos veces (o ninguna)",
         ),
     ),
     Experimento(
@@ -122,16 +194,6 @@ EXPERIMENTOS = [
         ),
     ),
     Experimento(
-        "05.pruebalo-no-idempotente",
-        linea=(
-            "herramientas",
-            "@tool(risk=Risk.READ, idempotent=True)",
-            "@tool(risk=Risk.READ, idempotent=False)",
-        ),
-        se_para=("consulta", "UncertainEffect"),
-        se_ve=("UncertainEffect: run 'incierto-2', step 000001-tool: tool 'consultar_saldo'",),
-    ),
-    Experimento(
         "12.pruebalo-otro-motivo",
         linea=("guion", '"noches": "tres"', '"noches": 3.5'),
         se_ve=(
@@ -147,68 +209,6 @@ EXPERIMENTOS = [
             'tarea = "¿Cuánto suman las cuentas ES11 y ES22, en euros?"',
         ),
         se_ve=("000000-model 35 5 sin medir —", "total 131 20 sin medir"),
-    ),
-    Experimento(
-        "07.pruebalo-corte",
-        linea=(
-            "run-a-medias",
-            'if paso.kind == "tool" and paso.phase.value == "completed":',
-            'if paso.kind == "model" and paso.phase.value == "completed":',
-        ),
-        se_ve=("journal: 2 eventos", "ConfigurationChanged · fields ['tools']"),
-    ),
-    Experimento(
-        "01.pruebalo-otro-saldo",
-        linea=("herramientas", 'return "4.200,00 €"', 'return "1.000,00 €"'),
-        se_ve=(
-            "convertir(importe=1000.0, moneda='USD')",
-            "Hay 1.000,00 € en la cuenta, unos 1080.00 USD.",
-        ),
-    ),
-    Experimento(
-        "04.pruebalo-trozos",
-        linea=(
-            "corte",
-            "puerta = gateway(guion(), chunk_size=8)",
-            "puerta = gateway(guion(), chunk_size=16)",
-        ),
-        se_ve=("«Es el registro de un run: cada paso, escrito ant»", "000000-model intentado"),
-    ),
-    Experimento(
-        "06.pruebalo-operadora",
-        linea=(
-            "operadora",
-            "apunte = efecto_apuntado(sitio, incierto.tool, incierto.arguments)",
-            "apunte = None",
-        ),
-        se_para=("totales", "AssertionError"),
-        se_ve=(
-            "dentro de transferir 7 4 1 2 1 igual allow_retry",
-            "dentro de transferir: efecto repetido",
-        ),
-    ),
-    Experimento(
-        "02.pruebalo-otro-run-id",
-        linea=(
-            "segunda-vuelta",
-            "async for paso in agente.run(tarea, session=Session(run_id, otra_puerta, otro_checkpointer)):",  # noqa: E501
-            'async for paso in agente.run(tarea, session=Session(f"{run_id}-otro", otra_puerta, otro_checkpointer)):',  # noqa: E501
-        ),
-        se_para=("segunda-vuelta", "AssertionError"),
-        se_ve=("modelo ×2 · herramienta ×1", "un paso del journal no volvió del journal"),
-    ),
-    Experimento(
-        "08.pruebalo-otro-almacen",
-        linea=(
-            "b-reanuda",
-            "trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(almacen))",
-            'trabajador.TAREA, session=Session(run_id, puerta, SqliteCheckpointer(carpeta / "otro.db"))',  # noqa: E501
-        ),
-        se_para=("b-reanuda", "AssertionError"),
-        se_ve=(
-            "transferir ×2 (hecha por A, hecha por B)",
-            "una transferencia ocurrió dos veces (o ninguna)",
-        ),
     ),
     Experimento(
         "14.pruebalo-dentro",
@@ -236,19 +236,6 @@ EXPERIMENTOS = [
         se_ve=("sin eventos", "modelo ×3 (padre 1 · hijo 2) · buscar_vuelos ×1"),
     ),
     Experimento(
-        "16.pruebalo-a-mano",
-        linea=(
-            "importar",
-            'await import_run(destino, exportacion.read_text(encoding="utf-8"))',
-            'await import_run(destino, exportacion.read_text(encoding="utf-8").replace("12 en stock", "2 en stock"))',  # noqa: E501
-        ),
-        se_para=("importar", "ReplayDivergence"),
-        se_ve=(
-            "ReplayDivergence: run 'pedido-1' diverges from its journal at step 000002-model",
-            "nothing was executed",
-        ),
-    ),
-    Experimento(
         "15.pruebalo-denegar",
         linea=(
             "politica",
@@ -266,6 +253,19 @@ EXPERIMENTOS = [
         linea=("herramientas", "@tool(risk=Risk.DESTRUCTIVE)", "@tool(risk=Risk.SOFT_WRITE)"),
         se_para=("terminar", "AssertionError"),
         se_ve=("vaciar_buzon ×1",),
+    ),
+    Experimento(
+        "16.pruebalo-a-mano",
+        linea=(
+            "importar",
+            'await import_run(destino, exportacion.read_text(encoding="utf-8"))',
+            'await import_run(destino, exportacion.read_text(encoding="utf-8").replace("12 en stock", "2 en stock"))',  # noqa: E501
+        ),
+        se_para=("importar", "ReplayDivergence"),
+        se_ve=(
+            "ReplayDivergence: run 'pedido-1' diverges from its journal at step 000002-model",
+            "nothing was executed",
+        ),
     ),
     Experimento(
         "17.pruebalo-idempotente",
