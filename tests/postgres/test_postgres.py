@@ -185,14 +185,19 @@ def test_new_events_are_appended_in_one_statement_and_a_journaled_one_sends_it_t
     one_statement = list(sent)
     sent.clear()
     again = run(store.append("r", [model_step(0), model_step(1, Phase.ATTEMPTED)]))
+    repeated = list(sent)
+    sent.clear()
+    alone = run(store.append("r", [model_step(1)]))  # one event: plain values, not arrays
+    one_event = list(sent)
     records = run(store.records("r"))
-    assert one_statement == ["WITH"]
-    assert sent[0] == "WITH" and "SELECT" in sent[1:]  # refused whole, then the transaction
-    assert (first, again) == (2, 3)
+    assert one_statement == ["WITH"] and one_event == ["WITH"]
+    assert repeated[0] == "WITH" and "SELECT" in repeated[1:]  # refused whole, then the transaction
+    assert (first, again, alone) == (2, 3, 4)
     assert [(r.seq, r.step_id, r.phase) for r in records] == [
         (0, "000000-model", "attempted"),
         (1, "000000-model", "completed"),
         (2, "000001-model", "attempted"),
+        (3, "000001-model", "completed"),
     ]
 
 
