@@ -1,5 +1,5 @@
 """El proceso hijo del cuaderno 19: una agencia que delega en un agente remoto (A2A), y que
-se mata con SIGKILL.
+se mata sin avisar (`comun.mata`: SIGKILL; en Windows, TerminateProcess).
 
     python _hijo_19.py ALMACEN RUN_ID URL MODELO [--muere-tras N | --muere-al-enviar]
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,9 @@ from typing import Any
 from synaptum_lite import Agent, FinalStep, Risk, Role, Session, SqliteCheckpointer
 from synaptum_lite.a2a import RemoteAgent, remote_agent
 from synaptum_lite.testing import ScriptedGateway, calls, says
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
+from comun import mata
 
 TAREA = "Organízame un viaje a Oporto el viernes; prefiero salir por la mañana."
 ENCARGO = "Busca vuelos a Oporto el viernes por la mañana y recomienda uno."
@@ -85,7 +87,7 @@ def morir_al_enviar() -> None:
 
     async def enviar_y_morir(self: Any, task: str, *, message_id: str) -> dict[str, Any]:
         await enviar(self, task, message_id=message_id)
-        os.kill(os.getpid(), signal.SIGKILL)  # el mensaje llegó; su tarea no está en el journal
+        mata(os.getpid())  # el mensaje llegó; su tarea no está en el journal
         raise AssertionError("inalcanzable")
 
     a2a_wire.Rpc.send = enviar_y_morir  # type: ignore[method-assign]
@@ -97,7 +99,7 @@ async def recorrer(almacen: Path, run_id: str, url: str, muere_tras: int | None)
     async for paso in agencia(await remoto(url)).run(TAREA, session=sesion):
         recibidos += 1
         if recibidos == muere_tras:
-            os.kill(os.getpid(), signal.SIGKILL)  # el paso ya está en el journal
+            mata(os.getpid())  # el paso ya está en el journal
         if isinstance(paso, FinalStep):
             print(paso.output)
 
