@@ -50,8 +50,13 @@ def _stream_responder(request: Any) -> Any:
         return says("Revisada: correcta.")
     plan = [
         calls("consultar_saldo", text="Primero miro el saldo.", cuenta="ES91"),
-        calls("transferir", text="Hay saldo: transfiero.", origen="ES91", destino="ES12",
-              importe=100.0),
+        calls(
+            "transferir",
+            text="Hay saldo: transfiero.",
+            origen="ES91",
+            destino="ES12",
+            importe=100.0,
+        ),
         calls("auditor", text="Lo reviso con el auditor.", task="Revisa la transferencia."),
     ]
     done = _tool_results(request)
