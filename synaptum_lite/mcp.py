@@ -9,7 +9,10 @@ only when a server is connected, so the core stays standard library only.
 `connect` starts the server as a child process speaking MCP over stdio, lists its tools and
 stops it when the block ends. Each tool becomes a `Tool` (an `McpTool`):
 
-- its name gets the prefix, `incidencias__consultar`, so two servers cannot collide;
+- its name gets the prefix, `incidencias__consultar`, so two servers cannot collide; the
+  name must be one a model API accepts (letters, digits, `_`, `-`, at most 64 characters:
+  OpenAI's rule, the strictest), or `connect` refuses it, naming it: rename it with `rename=`.
+  A server that lists a name twice is refused too (which one would a call reach?);
 - its JSON schema and description are the server's, and part of the agent's configuration:
   a server whose schema changed between two passes of a run makes the second pass raise
   `ConfigurationChanged` naming the tool, before anything is called;
@@ -22,6 +25,11 @@ stops it when the block ends. Each tool becomes a `Tool` (an `McpTool`):
 
 What can go wrong in a call, and what the run does:
 
+- each call carries its step's `ToolContext.idempotency_key` in the request's `_meta`, under
+  `IDEMPOTENCY_KEY`: a server that deduplicates on it makes a call that runs again (an
+  idempotent tool after a lost answer) effectively-once;
+- content that is not text (an image, audio, a resource link) is not dropped in silence: the
+  result says what was left out; an embedded resource's text is part of the text;
 - the server answers with an error result (`isError`) or a JSON-RPC error: the model reads it
   as the tool's result (`McpToolError: ...`), and the step is completed, so nothing repeats;
 - the server goes away (or does not answer within `call_timeout`) while a call is in flight:
@@ -33,12 +41,13 @@ What can go wrong in a call, and what the run does:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from .errors import ConfigurationError, InvalidToolCall, McpServerLost
 from .tools import Risk, Tool, ToolContext
@@ -46,6 +55,7 @@ from .tools import Risk, Tool, ToolContext
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import Tool as ListedTool
+    from mcp_types import RequestParamsMeta
 
 __all__ = ["McpServer", "McpServerLost", "McpTool", "McpToolError", "connect", "risk_of"]
 
@@ -55,6 +65,10 @@ INSTALL = "pip install 'synaptum-lite[mcp]' (or: uv sync --extra mcp)"
 #: first `__` of a name always ends its prefix.
 SEPARATOR = "__"
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+#: What a model API accepts as a tool's name (OpenAI's rule; Anthropic's is the same).
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The key of the step's idempotency key in each call's `_meta`.
+IDEMPOTENCY_KEY = "synaptum-lite/idempotency-key"
 
 
 class McpToolError(Exception):
@@ -103,6 +117,8 @@ async def connect(
     cwd: str | os.PathLike[str] | None = None,
     errlog: TextIO | None = None,
     call_timeout: float | None = None,
+    start_timeout: float = 30.0,
+    rename: Mapping[str, str] | None = None,
 ) -> AsyncIterator[McpServer]:
     """Start `command args...` as an MCP server over stdio, list its tools, and stop it when
     the block ends.
@@ -110,12 +126,16 @@ async def connect(
     `prefix` (a letter, then letters, digits or `-`) goes before each tool's name. `env` adds
     variables to the few the SDK passes on (`PATH`, `HOME`...). `errlog` receives the
     server's stderr (by default this process's). `call_timeout`, in seconds, bounds the wait
-    for each call's answer: past it the call counts as lost (`McpServerLost`).
+    for each call's answer: past it the call counts as lost (`McpServerLost`); `start_timeout`
+    the wait for the server to introduce itself and list its tools. `rename` maps a server's
+    tool name to the one used after the prefix (for a name a model API would refuse).
 
-    Raises `ConfigurationError` when the SDK is missing or the prefix is not one, and
-    `McpServerLost` when the server cannot be started or goes away.
+    Raises `ConfigurationError` when the SDK is missing, the prefix is not one or a tool's
+    name cannot be used, and `McpServerLost` when the server cannot be started, goes away or
+    does not answer.
     """
     _require_sdk()
+    import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError
@@ -139,15 +159,26 @@ async def connect(
                     stdio_client(parameters, errlog=errlog or sys.stderr)
                 )
                 session = await stack.enter_async_context(ClientSession(*streams))
-                introduced = await session.initialize()
-                server_name = introduced.server_info.name or prefix
-                listed = await _list_tools(session)
+                with anyio.fail_after(start_timeout):
+                    introduced = await session.initialize()
+                    server_name = introduced.server_info.name or prefix
+                    listed = await _list_tools(session)
+            except TimeoutError:  # an OSError too: first
+                raise McpServerLost(
+                    server_name,
+                    f"it did not introduce itself and list its tools within "
+                    f"start_timeout={start_timeout} s; it may be hung",
+                ) from None
             except (OSError, MCPError) as exc:
                 raise McpServerLost(server_name, _describe(exc)) from None
+            names = _names(server_name, prefix, [item.name for item in listed], rename or {})
             yield McpServer(
                 server_name,
                 prefix,
-                [_adapt(session, server_name, prefix, item, call_timeout) for item in listed],
+                [
+                    _adapt(session, server_name, name, item, call_timeout)
+                    for name, item in zip(names, listed, strict=True)
+                ],
             )
     except BaseExceptionGroup as group:
         # The SDK's task groups wrap whatever leaves the block; the caller sees what was raised.
@@ -163,6 +194,30 @@ def _require_sdk() -> None:
             "synaptum_lite.mcp needs the MCP SDK, and the `mcp` package is not installed; "
             f"install the extra: {INSTALL}"
         ) from None
+
+
+def _names(server: str, prefix: str, listed: list[str], rename: Mapping[str, str]) -> list[str]:
+    """The prefixed name of each listed tool; refuses a name listed twice or unusable."""
+    unknown = sorted(set(rename) - set(listed))
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    if unknown or twice:
+        raise ConfigurationError(
+            f"MCP server {server!r} lists the tool(s) {twice} more than once: a call could "
+            "reach either, so none is used; fix the server"
+            if twice
+            else f"rename names tools MCP server {server!r} does not list: {unknown}; it lists "
+            f"{listed}"
+        )
+    names = [f"{prefix}{SEPARATOR}{rename.get(name, name)}" for name in listed]
+    for remote, name in zip(listed, names, strict=True):
+        if not _NAME.fullmatch(name):
+            raise ConfigurationError(
+                f"MCP server {server!r}: its tool {remote!r} would be named {name!r} "
+                f"({len(name)} characters), which a model API refuses: a tool's name is 1 to 64 "
+                "letters, digits, '_' or '-'. Pass connect(..., rename={"
+                f"{remote!r}: 'a_name'}}) or a shorter prefix"
+            )
+    return names
 
 
 async def _list_tools(session: ClientSession) -> list[ListedTool]:
@@ -184,14 +239,13 @@ async def _list_tools(session: ClientSession) -> list[ListedTool]:
 def _adapt(
     session: ClientSession,
     server: str,
-    prefix: str,
+    name: str,
     listed: ListedTool,
     call_timeout: float | None,
 ) -> McpTool:
-    """The `Tool` an agent sees for one tool the server listed."""
+    """The `Tool` an agent sees for one tool the server listed, named `name`."""
     from mcp.shared.exceptions import MCPError
 
-    name = f"{prefix}{SEPARATOR}{listed.name}"
     hints = listed.annotations
     annotations = {
         key: value
@@ -209,7 +263,10 @@ def _adapt(
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
         try:
             result = await session.call_tool(
-                listed.name, arguments, read_timeout_seconds=call_timeout
+                listed.name,
+                arguments,
+                read_timeout_seconds=call_timeout,
+                meta=cast("RequestParamsMeta", {IDEMPOTENCY_KEY: context.idempotency_key}),
             )
         except MCPError as exc:
             if _lost(exc):
@@ -222,12 +279,17 @@ def _adapt(
                     step_id=context.step_id,
                 ) from None
             raise McpToolError(f"the MCP server answered with an error: {exc.message}") from None
-        text = "\n".join(block.text for block in result.content if block.type == "text")
+        text, left_out = _text_of(result.content)
         if result.is_error:
-            raise McpToolError(f"the MCP server reports the tool failed: {text or '(no text)'}")
-        if not text and result.structured_content is not None:
+            raise McpToolError(
+                "the MCP server reports the tool failed: "
+                + "\n".join(filter(None, [text or "(it gave no text)", left_out]))
+            )
+        if not text and result.structured_content is not None and not left_out:
             return result.structured_content
-        return text
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content, ensure_ascii=False)
+        return "\n".join(filter(None, [text, left_out]))
 
     return McpTool(
         name=name,
@@ -244,6 +306,23 @@ def _adapt(
         remote_name=listed.name,
         annotations=annotations,
     )
+
+
+def _text_of(content: list[Any]) -> tuple[str, str]:
+    """A result's text (its text blocks and embedded text resources), and a note naming the
+    blocks that are not text and were left out (empty when none were)."""
+    texts, others = [], []
+    for block in content:
+        inner = getattr(block, "resource", None)
+        embedded = getattr(inner, "text", None)
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "resource" and isinstance(embedded, str):
+            texts.append(embedded)
+        else:
+            kind = getattr(block, "mime_type", None) or getattr(inner, "mime_type", None)
+            others.append(f"{block.type} ({kind})" if kind else block.type)
+    return "\n".join(texts), f"[left out, not text: {', '.join(others)}]" if others else ""
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
