@@ -145,6 +145,27 @@ def mata(pid: int) -> None:
     os.kill(pid, _SENAL)
 
 
+def vivo(pid: int) -> bool:
+    """Si el proceso `pid` existe. En Linux y macOS, la señal 0 solo pregunta; en Windows
+    `os.kill(pid, 0)` lo mataría, así que se le pregunta a Windows si el proceso ha acabado."""
+    if os.name == "nt":
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        proceso = kernel32.OpenProcess(0x00100000, False, pid)  # SYNCHRONIZE
+        if not proceso:
+            return False
+        try:
+            return bool(kernel32.WaitForSingleObject(proceso, 0) == 0x102)  # WAIT_TIMEOUT
+        finally:
+            kernel32.CloseHandle(proceso)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 # ── Cómo se imprime una fase ──────────────────────────────────────────────────────────────
 
 #: La fase de un evento (`Phase`) como la dice el glosario. El journal guarda el valor en

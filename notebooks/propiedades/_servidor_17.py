@@ -11,10 +11,11 @@ Cada vez que arranca (con su pid) y cada efecto que hace se apuntan en `EFECTOS`
 JSON por vez, antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es
 el registro del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
 
-Con `--muere-dentro HERRAMIENTA`, el servidor se mata con SIGKILL dentro de esa herramienta,
-con el efecto hecho y apuntado y sin haber contestado; con `--calla-dentro HERRAMIENTA`, se
-queda ahí sin contestar nunca (un servidor colgado). Con `--esquema-nuevo`, `comentar` pide
-un argumento más: el mismo servidor, otra versión, con otro esquema.
+Con `--muere-dentro HERRAMIENTA`, el servidor se mata (`comun.mata`: SIGKILL; en Windows,
+TerminateProcess) dentro de esa herramienta, con el efecto hecho y apuntado y sin haber
+contestado; con `--calla-dentro HERRAMIENTA`, se queda ahí sin contestar nunca (un servidor
+colgado). Con `--esquema-nuevo`, `comentar` pide un argumento más: el mismo servidor, otra
+versión, con otro esquema.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -32,6 +32,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # notebooks/, donde vive comun.py
+from comun import mata  # noqa: E402  (SIGKILL; en Windows, TerminateProcess)
 
 #: Dónde se apunta cada arranque y cada efecto.
 EFECTOS: Path | None = None
@@ -53,7 +56,7 @@ def apuntar(que: str, argumentos: dict | None = None, resultado: str | None = No
         with EFECTOS.open("a", encoding="utf-8") as fichero:
             fichero.write(linea + "\n")  # al cerrarse, llega al sistema operativo
     if que == MUERE_DENTRO:
-        os.kill(os.getpid(), signal.SIGKILL)  # el efecto ya ocurrió; no se contesta
+        mata(os.getpid())  # el efecto ya ocurrió; no se contesta
     if que == CALLA_DENTRO:
         time.sleep(3600)  # el efecto ya ocurrió; la respuesta no llega
 
