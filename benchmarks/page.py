@@ -491,9 +491,10 @@ def _many_runs(many: dict[str, Any] | None) -> str:
         rows = [
             [
                 name,
-                _duration(seconds),
+                _ms(seconds * 1000),
                 _ms(counts["wall_ms_per_run"]),
                 _ms(counts["worker_cpu_ms_per_run"]),
+                _ms(counts["start_s"] * 1000) if "start_s" in counts else "—",
                 str(counts["driven_twice"]),
             ]
             for name, seconds, counts in (
@@ -501,7 +502,14 @@ def _many_runs(many: dict[str, Any] | None) -> str:
                 ("4 procesos", pool["four_processes_s"], four),
             )
         ]
-        header = ["trabajadores", "tiempo", "por run", "CPU por run", "runs conducidos dos veces"]
+        header = [
+            "trabajadores",
+            "tiempo",
+            "por run",
+            "CPU por run",
+            "arranque",
+            "runs conducidos dos veces",
+        ]
         load = ""
         if "load_at_start" in pool:
             load = (
@@ -515,7 +523,7 @@ def _many_runs(many: dict[str, Any] | None) -> str:
             " toman runs de la misma lista. Cuatro terminan "
             f"**{_number(pool['speedup'], 2)}×** antes que uno{load}.",
             "",
-            _table(header, rows, "lrrrr"),
+            _table(header, rows, "lrrrrr"),
         ]
     return "\n".join(lines).rstrip()
 
