@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -90,14 +91,18 @@ async def remote_agent(
     httpx = wire.httpx_module()
     card_url = url.rstrip("/") + wire.CARD_PATH
     label = name or "remote agent"
+    timeout = _seconds(label, "timeout", timeout, "bounds each HTTP request")
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:
-            status, headers, body = await wire.read(http, "GET", card_url)
-        except httpx.TransportError as exc:
+            status, headers, body = await wire.read(http, "GET", card_url, timeout)
+        except (httpx.TransportError, TimeoutError) as exc:
+            why = (
+                f"{type(exc).__name__}: {exc}" if str(exc) else f"nothing in timeout={timeout:g} s"
+            )
             raise RemoteUnavailable(
                 label,
                 card_url,
-                f"its card could not be fetched ({type(exc).__name__}: {exc or 'no detail'})",
+                f"its card could not be fetched ({why})",
                 then="; nothing was sent. Start the server or fix the URL, then try again",
             ) from None
         except ValueError as exc:
@@ -157,16 +162,16 @@ class RemoteAgent(Agent):
         allow_origins: Iterable[str] = (),
     ) -> None:
         label = name or str(card.get("name") or "remote agent")
-        self.poll_interval = wire.seconds(
+        self.poll_interval = _seconds(
             label,
             "poll_interval",
             poll_interval,
             "is the pause between two polls of the remote task",
         )
-        self.max_wait = wire.seconds(
+        self.max_wait = _seconds(
             label, "max_wait", max_wait, "bounds how long one pass waits for the remote task"
         )
-        self.timeout = wire.seconds(label, "timeout", timeout, "bounds each HTTP request")
+        self.timeout = _seconds(label, "timeout", timeout, "bounds each HTTP request")
         if not isinstance(risk, Risk):
             raise ConfigurationError(
                 f"remote agent {label!r}: risk must be a Risk (Risk.READ, Risk.SOFT_WRITE, "
@@ -356,3 +361,13 @@ def _identifier(text: str) -> str:
     """A card's name as a tool name: `Buscador de vuelos` → `buscador_de_vuelos`."""
     name = re.sub(r"[^0-9a-zA-Z_]+", "_", text.strip().lower()).strip("_")
     return name or "remote_agent"
+
+
+def _seconds(label: str, what: str, value: Any, purpose: str) -> float:
+    """`value` as a positive, finite number of seconds, or a ConfigurationError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ConfigurationError(
+            f"remote agent {label!r}: {what} must be a positive number of seconds, got "
+            f"{value!r}; it {purpose}"
+        )
+    return float(value)

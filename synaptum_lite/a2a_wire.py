@@ -8,6 +8,7 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     a body larger than `MAX_ANSWER_BYTES`                                     RemoteProtocolError
     a redirect (3xx): not followed, its target named                          RemoteProtocolError
     HTTP 5xx or 429 on SendMessage, ListTasks                                 RemoteUnavailable
+    an answer not whole within `timeout` (one that trickles, or hangs)        RemoteUnavailable
     HTTP 5xx or 429 while waiting: asked again (its Retry-After honoured) until `max_wait`
     a task that does not end within `max_wait`                                RemoteTaskTimeout
     another task than the one asked for                                       RemoteProtocolError
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -91,16 +91,6 @@ def httpx_module() -> Any:
     return httpx
 
 
-def seconds(label: str, what: str, value: Any, purpose: str) -> float:
-    """`value` as a positive, finite number of seconds, or a ConfigurationError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ConfigurationError(
-            f"remote agent {label!r}: {what} must be a positive number of seconds, got "
-            f"{value!r}; it {purpose}"
-        )
-    return float(value)
-
-
 def decode(body: bytes) -> tuple[Any, str]:
     """The JSON value of `body` (UTF-8, strict JSON), or None and why it is not one."""
 
@@ -161,10 +151,16 @@ def jsonrpc_interface(
     )
 
 
-async def read(http: Any, method: str, url: str, **request: Any) -> tuple[int, Any, bytes]:
+async def read(
+    http: Any, method: str, url: str, total: float, **request: Any
+) -> tuple[int, Any, bytes]:
     """One HTTP request: its status, headers and body, read up to `MAX_ANSWER_BYTES` (raises
-    ValueError beyond). Redirects are not followed."""
-    async with http.stream(method, url, follow_redirects=False, **request) as response:
+    ValueError beyond) within `total` seconds (TimeoutError: a server that trickles its answer
+    meets no per-read timeout). Redirects are not followed."""
+    async with (
+        asyncio.timeout(total),
+        http.stream(method, url, follow_redirects=False, **request) as response,
+    ):
         body = bytearray()
         async for chunk in response.aiter_bytes():
             body += chunk
@@ -306,10 +302,14 @@ class Rpc:
         try:
             version = {"A2A-Version": PROTOCOL_VERSION}
             status, headers, raw = await read(
-                self.http, "POST", self.agent.url, json=body, headers=version
+                self.http, "POST", self.agent.url, self.agent.timeout, json=body, headers=version
             )
         except httpx.TransportError as exc:
-            raise self.unavailable(method, f"{type(exc).__name__}: {exc or 'no detail'}") from None
+            detail = str(exc) or "no detail"
+            raise self.unavailable(method, f"{type(exc).__name__}: {detail}") from None
+        except TimeoutError:
+            detail = f"no whole answer in timeout={self.agent.timeout:g} s"
+            raise self.unavailable(method, detail) from None
         except ValueError as exc:
             raise self.garbled(method, str(exc)) from None
         if status >= 500 or status == 429:

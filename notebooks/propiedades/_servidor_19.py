@@ -19,8 +19,8 @@ cambian solo lo que contesta `GetTask`: `eterna` (la tarea nunca acaba), `ocupad
 después 503 dos veces, y luego bien), `saturado` (siempre 503), `otra-tarea` (otra tarea que
 la pedida), `pregunta` y `autoriza` (la tarea se para en INPUT_REQUIRED o AUTH_REQUIRED),
 `enorme` (un artefacto de 5 MB), `latin1` (un cuerpo que no es UTF-8), `nan` (NaN, que no es
-JSON) y `anidada` (JSON anidado cien mil veces); `redirige` manda la tarjeta a otra URL.
-`--interfaz URL` pone en la tarjeta otra URL JSON-RPC que la suya.
+JSON), `anidada` (JSON anidado cien mil veces) y `gotea` (un byte cada 0,1 s); `redirige`
+manda la tarjeta a otra URL. `--interfaz URL` pone en la tarjeta otra URL JSON-RPC que la suya.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -231,6 +231,17 @@ class Manejador(BaseHTTPRequestHandler):
             self._responde(
                 200, json.dumps({**respuesta, "result": {**tarea, "x": math.nan}}).encode()
             )
+        elif modo == "gotea":  # una cabecera y luego un byte cada 0,1 s, sin acabar nunca
+            self.send_response(200)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            try:
+                for _ in range(600):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # el cliente se cansó y colgó
         elif modo == "anidada":
             self._responde(200, b"[" * 100_000 + b"]" * 100_000)
         else:
@@ -370,6 +381,7 @@ class Proceso:
 
 MODOS = ["normal", "basura", "incompleta", "falla", "sin-lista", "eterna", "ocupado", "saturado"]
 MODOS += ["otra-tarea", "pregunta", "autoriza", "enorme", "latin1", "nan", "anidada", "redirige"]
+MODOS += ["gotea"]
 
 
 def main(argv: list[str]) -> None:

@@ -13,6 +13,7 @@ from synaptum_lite import (
     ConfigurationError,
     FinalStep,
     RemoteProtocolError,
+    RemoteUnavailable,
     Risk,
     Session,
     load_events,
@@ -135,6 +136,18 @@ async def test_a_server_that_always_says_not_now_stops_at_max_wait_naming_its_an
     error = await twice_refused(tmp_path, server, "saturado", RemoteTaskTimeout, max_wait=0.3)
     assert "(its last answer: GetTask answered HTTP 503)" in str(error)
     assert sent_by(server, "saturado") == 1
+
+
+async def test_a_server_that_trickles_its_answer_stops_at_timeout_not_at_each_read(
+    tmp_path, arranca
+):
+    server = arranca(modo="gotea", duracion=0.1)
+    error = await twice_refused(tmp_path, server, "gotea", RemoteUnavailable, timeout=0.5)
+    assert str(error) == (
+        f"{where(server, 'gotea')}: GetTask could not reach it (no whole answer in "
+        "timeout=0.5 s); nothing was sent again: fix the server and run the same run_id again"
+    )
+    assert sent_by(server, "gotea") == 1
 
 
 async def test_a_server_that_answers_another_task_is_a_protocol_error(tmp_path, arranca):
