@@ -111,7 +111,10 @@ def contenders(postgres_url: str | None) -> tuple[list[Contender], list[str]]:
         "lite",
         sys.executable,
         platform.python_version(),
-        "import synaptum_lite",
+        # What a program of ours imports, the SQLite store included, as LangGraph's statement
+        # includes its SQLite checkpointer: the package loads the store on first use, so a
+        # bare `import synaptum_lite` would leave sqlite3 out and flatter us.
+        "from synaptum_lite import Agent, Session, SqliteCheckpointer",
     )
     found, skipped = [ours], []
     if postgres_url:
