@@ -7,8 +7,9 @@ Un proceso que habla MCP por stdio (el SDK oficial, `mcp`, de PyPI) y ofrece cua
 herramientas. Tres dicen de sí mismas lo que hacen con anotaciones (`readOnlyHint`,
 `idempotentHint`, `destructiveHint`); la cuarta, `avisar_cliente`, no dice nada.
 
-Cada vez que arranca (con su pid) y cada efecto que hace se apuntan en `EFECTOS`, una línea
-JSON por vez, antes de contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es
+Cada vez que arranca (con su pid) y cada efecto que hace (con la clave de idempotencia que
+trajo la llamada en su `_meta`) se apuntan en `EFECTOS`, una línea JSON por vez, antes de
+contestar: el apunte sobrevive a un SIGKILL y lo lee otro proceso. Es
 el registro del propio efecto, el que mira una persona cuando el runtime no sabe si ocurrió.
 
 Con `--muere-dentro HERRAMIENTA`, el servidor se mata (`comun.mata`: SIGKILL; en Windows,
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -43,16 +44,25 @@ MUERE_DENTRO: str | None = None
 #: La herramienta dentro de la cual este proceso se queda callado, después de su efecto.
 CALLA_DENTRO: str | None = None
 
+#: Dónde trae cada llamada, en su `_meta`, la clave de idempotencia del paso que la hace.
+CLAVE = "synaptum-lite/idempotency-key"
+
 #: Las incidencias que el servidor conoce.
 INCIDENCIAS = {"INC-7": "La impresora de la planta 2 no imprime."}
 
 
-def apuntar(que: str, argumentos: dict | None = None, resultado: str | None = None) -> None:
-    """Apunta un arranque o un efecto, de forma que sobreviva a un SIGKILL."""
+def apuntar(
+    que: str,
+    argumentos: dict | None = None,
+    resultado: str | None = None,
+    ctx: Context | None = None,
+) -> None:
+    """Apunta un arranque o un efecto (con la clave de idempotencia que trajo la llamada, si
+    trajo una), de forma que sobreviva a un SIGKILL."""
+    clave = (ctx.request_context.meta or {}).get(CLAVE) if ctx is not None else None
     if EFECTOS is not None:
-        linea = json.dumps(
-            {"que": que, "argumentos": argumentos, "resultado": resultado}, ensure_ascii=False
-        )
+        apunte = {"que": que, "argumentos": argumentos, "resultado": resultado, "clave": clave}
+        linea = json.dumps(apunte, ensure_ascii=False)
         with EFECTOS.open("a", encoding="utf-8") as fichero:
             fichero.write(linea + "\n")  # al cerrarse, llega al sistema operativo
     if que == MUERE_DENTRO:
@@ -86,10 +96,11 @@ def servidor(esquema_nuevo: bool = False) -> MCPServer:
     def asignar(
         incidencia: Incidencia,
         persona: Annotated[str, Field(description="Quién se ocupa")],
+        ctx: Context,
     ) -> str:
         """Asigna la incidencia a una persona (asignarla dos veces a la misma no cambia nada)."""
         resultado = f"{incidencia} asignada a {persona}"
-        apuntar("asignar", {"incidencia": incidencia, "persona": persona}, resultado)
+        apuntar("asignar", {"incidencia": incidencia, "persona": persona}, resultado, ctx)
         return resultado
 
     if esquema_nuevo:
@@ -98,11 +109,12 @@ def servidor(esquema_nuevo: bool = False) -> MCPServer:
         def comentar(
             incidencia: Incidencia,
             texto: Annotated[str, Field(description="El comentario")],
+            ctx: Context,
             visible: Annotated[bool, Field(description="Si lo ve el cliente")] = False,
         ) -> str:
             """Añade un comentario a la incidencia."""
             resultado = f"comentario añadido a {incidencia}"
-            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado)
+            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado, ctx)
             return resultado
 
     else:
@@ -111,20 +123,22 @@ def servidor(esquema_nuevo: bool = False) -> MCPServer:
         def comentar(
             incidencia: Incidencia,
             texto: Annotated[str, Field(description="El comentario")],
+            ctx: Context,
         ) -> str:
             """Añade un comentario a la incidencia."""
             resultado = f"comentario añadido a {incidencia}"
-            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado)
+            apuntar("comentar", {"incidencia": incidencia, "texto": texto}, resultado, ctx)
             return resultado
 
     @app.tool()
     def avisar_cliente(
         incidencia: Incidencia,
         mensaje: Annotated[str, Field(description="Lo que se le dice al cliente")],
+        ctx: Context,
     ) -> str:
         """Envía un aviso al cliente de la incidencia."""
         resultado = f"aviso enviado al cliente de {incidencia}"
-        apuntar("avisar_cliente", {"incidencia": incidencia, "mensaje": mensaje}, resultado)
+        apuntar("avisar_cliente", {"incidencia": incidencia, "mensaje": mensaje}, resultado, ctx)
         return resultado
 
     return app

@@ -35,6 +35,7 @@ from .incidencias import (
     agent,
     effects_of,
     server,
+    servidor,
     session,
 )
 
@@ -288,3 +289,13 @@ def test_the_adapter_module_imports_without_the_sdk():
     code = "import sys; sys.modules['mcp'] = None; import synaptum_lite.mcp; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
+
+
+def test_each_effect_in_the_servers_record_carries_its_steps_idempotency_key(tmp_path):
+    effects, store = tmp_path / "efectos.jsonl", tmp_path / "runs.db"
+    assert asyncio.run(whole_run(store, "r", effects)) == ANSWER
+    events = asyncio.run(load_events(SqliteCheckpointer(store), "r"))
+    steps = {e.call.name.removeprefix(f"{PREFIX}__"): e.step_id for e in events
+             if isinstance(e, ToolStep) and e.phase is Phase.COMPLETED}  # fmt: skip
+    keys = {e["que"]: e["clave"] for e in servidor.leer_apuntes(effects) if e["que"] != "arranque"}
+    assert keys == {tool: f"r/{steps[tool]}" for tool in ("asignar", "comentar", "avisar_cliente")}
