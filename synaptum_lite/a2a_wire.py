@@ -11,7 +11,7 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     an answer not whole within `timeout` (one that trickles, or hangs)        RemoteUnavailable
     HTTP 5xx or 429 while waiting: asked again (its Retry-After honoured) until `max_wait`
     a task that does not end within `max_wait`                                RemoteTaskTimeout
-    another task than the one asked for                                       RemoteProtocolError
+    another task than the one asked for, or the answer to another request     RemoteProtocolError
 
 None of them sends the message again; the module docstring of `synaptum_lite.a2a` says what a
 resumed run does instead.
@@ -329,6 +329,10 @@ class Rpc:
                 f"HTTP {status} with a body that is not JSON-RPC"
                 + (f" ({why})" if why else "")
                 + f": {excerpt(raw)}",
+            )
+        if answer.get("id") != self.calls:  # JSON-RPC: an answer carries its request's id
+            raise self.garbled(
+                method, f"the answer to request {answer.get('id')!r}, not {self.calls}"
             )
         error = answer.get("error")
         if isinstance(error, dict):

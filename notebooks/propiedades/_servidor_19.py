@@ -17,10 +17,11 @@ peticiones de cada método JSON-RPC atendió.
 `--modo sin-lista` no sabe `ListTasks`. Los modos de los ataques (tests/a2a/test_ataques.py)
 cambian solo lo que contesta `GetTask`: `eterna` (la tarea nunca acaba), `ocupado` (429 y
 después 503 dos veces, y luego bien), `saturado` (siempre 503), `otra-tarea` (otra tarea que
-la pedida), `pregunta` y `autoriza` (la tarea se para en INPUT_REQUIRED o AUTH_REQUIRED),
-`enorme` (un artefacto de 5 MB), `latin1` (un cuerpo que no es UTF-8), `nan` (NaN, que no es
-JSON), `anidada` (JSON anidado cien mil veces) y `gotea` (un byte cada 0,1 s); `redirige`
-manda la tarjeta a otra URL. `--interfaz URL` pone en la tarjeta otra URL JSON-RPC que la suya.
+la pedida), `otro-id` (la respuesta a otra petición JSON-RPC), `pregunta` y `autoriza` (la
+tarea se para en INPUT_REQUIRED o AUTH_REQUIRED), `enorme` (un artefacto de 5 MB), `latin1`
+(un cuerpo que no es UTF-8), `nan` (NaN, que no es JSON), `anidada` (JSON anidado cien mil
+veces) y `gotea` (un byte cada 0,1 s); `redirige` manda la tarjeta a otra URL. `--interfaz
+URL` pone en la tarjeta otra URL JSON-RPC que la suya.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -217,6 +218,8 @@ class Manejador(BaseHTTPRequestHandler):
             self.end_headers()
         elif modo == "saturado":
             self._responde(503, b"Service Unavailable", "text/plain")
+        elif modo == "otro-id":
+            self._json({**respuesta, "id": 999})
         elif modo == "otra-tarea" and tarea:
             self._json({**respuesta, "result": {**tarea, "id": str(uuid.uuid4())}})
         elif modo == "enorme" and tarea:
@@ -381,7 +384,7 @@ class Proceso:
 
 MODOS = ["normal", "basura", "incompleta", "falla", "sin-lista", "eterna", "ocupado", "saturado"]
 MODOS += ["otra-tarea", "pregunta", "autoriza", "enorme", "latin1", "nan", "anidada", "redirige"]
-MODOS += ["gotea"]
+MODOS += ["gotea", "otro-id"]
 
 
 def main(argv: list[str]) -> None:

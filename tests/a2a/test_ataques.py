@@ -184,6 +184,16 @@ async def test_a_task_that_asks_a_question_is_a_result_the_parent_model_reads(
     assert sent_by(server, modo) == 1
 
 
+async def test_an_answer_to_another_json_rpc_request_is_a_protocol_error(tmp_path, arranca):
+    server = arranca(modo="otro-id", duracion=0.1)
+    error = await twice_refused(tmp_path, server, "otro-id", RemoteProtocolError)
+    assert str(error) == (  # the second pass asks GetTask first: its request 1
+        f"{where(server, 'otro-id')}: GetTask was answered with the answer to request 999, "
+        "not 1; nothing was sent again: fix the server and run the same run_id again"
+    )
+    assert sent_by(server, "otro-id") == 1
+
+
 async def test_a_huge_answer_is_refused_not_read_into_the_journal(tmp_path, arranca):
     server = arranca(modo="enorme", duracion=0.1)
     error = await twice_refused(tmp_path, server, "enorme", RemoteProtocolError)
