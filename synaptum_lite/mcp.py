@@ -23,7 +23,7 @@ stops it when the block ends. Each tool becomes a `Tool` (an `McpTool`):
   `idempotentHint: true` is idempotent. Annotations are the server author's word, not ours:
   nothing is deduced from a name or a description.
 
-What can go wrong in a call, and what the run does:
+A call, what can go wrong in it, and what the run does:
 
 - each call carries its step's `ToolContext.idempotency_key` in the request's `_meta`, under
   `IDEMPOTENCY_KEY`: a server that deduplicates on it makes a call that runs again (an
@@ -32,6 +32,8 @@ What can go wrong in a call, and what the run does:
   result says what was left out; an embedded resource's text is part of the text;
 - the server answers with an error result (`isError`) or a JSON-RPC error: the model reads it
   as the tool's result (`McpToolError: ...`), and the step is completed, so nothing repeats;
+- it answers something that is not MCP: at start-up a `ConfigurationError` says where; in a
+  call, that is the tool's result, read by the model (it answered: nothing repeats);
 - the server goes away (or does not answer within `call_timeout`) while a call is in flight:
   nobody knows whether the call had its effect, so `McpServerLost` stops the run with the step
   attempted and never completed. Run the same `run_id` again with the server back: an
@@ -57,7 +59,15 @@ if TYPE_CHECKING:
     from mcp.types import Tool as ListedTool
     from mcp_types import RequestParamsMeta
 
-__all__ = ["McpServer", "McpServerLost", "McpTool", "McpToolError", "connect", "risk_of"]
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "McpServer",
+    "McpServerLost",
+    "McpTool",
+    "McpToolError",
+    "connect",
+    "risk_of",
+]
 
 INSTALL = "pip install 'synaptum-lite[mcp]' (or: uv sync --extra mcp)"
 
@@ -139,6 +149,7 @@ async def connect(
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
 
     if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise ConfigurationError(
@@ -171,6 +182,11 @@ async def connect(
                 ) from None
             except (OSError, MCPError) as exc:
                 raise McpServerLost(server_name, _describe(exc)) from None
+            except ValidationError as exc:  # it answered, and what it said is not MCP
+                raise ConfigurationError(
+                    f"MCP server {server_name!r} answered its start-up with something that is "
+                    f"not MCP ({_first_error(exc)}); no tool was called: fix the server"
+                ) from None
             names = _names(server_name, prefix, [item.name for item in listed], rename or {})
             yield McpServer(
                 server_name,
@@ -245,6 +261,7 @@ def _adapt(
 ) -> McpTool:
     """The `Tool` an agent sees for one tool the server listed, named `name`."""
     from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
 
     hints = listed.annotations
     annotations = {
@@ -279,6 +296,8 @@ def _adapt(
                     step_id=context.step_id,
                 ) from None
             raise McpToolError(f"the MCP server answered with an error: {exc.message}") from None
+        except ValidationError as exc:  # it answered, so the step is done: the model reads why
+            raise McpToolError(f"the MCP server's answer is not MCP: {_first_error(exc)}") from None
         text, left_out = _text_of(result.content)
         if result.is_error:
             raise McpToolError(
@@ -361,6 +380,14 @@ def _lost(exc: Exception) -> bool:
 def _describe(exc: BaseException) -> str:
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {message}"
+
+
+def _first_error(exc: Any) -> str:
+    """A pydantic validation error in one line: its first problem, where, and the value."""
+    first, loc = exc.errors()[0], exc.errors()[0]["loc"]
+    cut = next((i for i, p in enumerate(loc) if str(p)[:1].isupper()), len(loc))  # a union's
+    what = first["msg"] if cut == len(loc) else "none of the forms MCP allows there fits"
+    return f"{'.'.join(map(str, loc[:cut]))}: {what}, got {first.get('input')!r}"
 
 
 def _alone(group: BaseExceptionGroup[Any]) -> BaseException:

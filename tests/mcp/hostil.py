@@ -13,7 +13,8 @@ send again, it answers what it answered the first time.
 Modes: `mudo` (never answers initialize), `se-va` (exits after listing its tools), `basura`
 (writes a line that is not JSON before each answer), `doble` (lists `enviar` twice),
 `nombre:NAME` (lists `enviar` under NAME), `idempotente` (`enviar` declares itself
-idempotent), `muere` (exits inside `enviar`, after its effect, without answering).
+idempotent), `rara` (a hint that is not a boolean), `video` (`imagen` answers a content type
+MCP does not have), `muere` (exits inside `enviar`, after its effect, without answering).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def main(argv: list[str]) -> None:
     declared = (
         {"destructiveHint": False, "idempotentHint": True} if "idempotente" in modes else None
     )
+    if "rara" in modes:
+        declared = {"idempotentHint": "sí"}  # not a boolean
     tools = [tool(name, declared), tool("grande"), tool("imagen"), tool("falla")]
     if "doble" in modes:
         tools.insert(1, tool(name, declared))
@@ -83,6 +86,8 @@ def main(argv: list[str]) -> None:
             result = {"tools": tools}
         elif method == "tools/call":
             result = call(params, name, sent, record, "muere" in modes)
+            if "video" in modes and params.get("name") == "imagen":
+                result = {"content": [{"type": "video"}]}  # no such content type
         else:
             result = {}
         send({"jsonrpc": "2.0", "id": ident, "result": result})

@@ -182,7 +182,36 @@ def test_annotations_changed_between_passes_do_not_make_an_attempted_step_retrya
     with pytest.raises(ConfigurationChanged) as changed:  # now it says it is idempotent
         asyncio.run(run(tmp_path, "r", "h__enviar", "idempotente"))
     assert changed.value.changes == {"tools": (["h__enviar"], ["h__enviar"])}
+    assert str(changed.value).endswith(
+        "declared otherwise (description, parameters, risk or idempotency) ['h__enviar']); "
+        "a journal never mixes two configurations: start a new run_id for the new agent"
+    )
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1
     with pytest.raises(UncertainEffect):  # the same word as before: a person decides
         asyncio.run(run(tmp_path, "r", "h__enviar"))
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_annotations_that_are_not_mcp_are_refused_at_start_up_saying_which_and_what(tmp_path):
+    with pytest.raises(ConfigurationError) as refused:
+        start(tmp_path, "rara")
+    assert str(refused.value) == (
+        "MCP server 'hostil' answered its start-up with something that is not MCP "
+        "(tools.0.annotations.idempotentHint: Input should be a valid boolean, unable to "
+        "interpret input, got 'sí'); no tool was called: fix the server"
+    )
+
+
+def test_an_answer_that_is_not_mcp_is_the_tools_error_result_and_is_not_asked_again(tmp_path):
+    steps = asyncio.run(run(tmp_path, "r", "h__imagen", "video"))
+    (result,) = [s.result for s in steps if isinstance(s, ToolStep) and s.result]
+    assert (result.is_error, result.content) == (
+        True,
+        "McpToolError: the MCP server's answer is not MCP: content.0: none of the forms MCP "
+        "allows there fits, got {'type': 'video'}",
+    )
+    events = asyncio.run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r"))
+    assert [e.phase for e in events if isinstance(e, ToolStep)] == [
+        Phase.ATTEMPTED,
+        Phase.COMPLETED,
+    ]
