@@ -62,3 +62,15 @@ def test_axonium_takes_precedence_over_the_url(comun, monkeypatch) -> None:
     monkeypatch.setenv("SYNAPTUM_MODEL", "un-modelo")
     assert comun.linea_de_modo() == "vía SDK de plataforma · un-modelo"
     assert isinstance(comun.gateway([]), AxoniumGateway)
+
+
+def test_vivo_says_a_process_exists_until_mata_kills_it_and_it_is_reaped(comun) -> None:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert comun.vivo(child.pid)
+    finally:
+        comun.mata(child.pid)
+    assert child.wait(timeout=30) == comun.CODIGO_DE_MUERTE
+    assert not comun.vivo(child.pid)
