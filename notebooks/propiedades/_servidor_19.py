@@ -21,7 +21,9 @@ la pedida), `otro-id` (la respuesta a otra petición JSON-RPC), `pregunta` y `au
 tarea se para en INPUT_REQUIRED o AUTH_REQUIRED), `enorme` (un artefacto de 5 MB), `latin1`
 (un cuerpo que no es UTF-8), `nan` (NaN, que no es JSON), `anidada` (JSON anidado cien mil
 veces) y `gotea` (un byte cada 0,1 s); `redirige` manda la tarjeta a otra URL. `--interfaz
-URL` pone en la tarjeta otra URL JSON-RPC que la suya.
+URL` pone en la tarjeta otra URL JSON-RPC que la suya. Con `rechaza-envio`, el primer
+`SendMessage` recibe un 429 sin que el servidor lo lea; con `cae-al-contestar`, un 503 después
+de recibirlo y crear su tarea.
 
 Al arrancar imprime una línea, `escuchando en http://127.0.0.1:PUERTO`, y sirve hasta que lo
 matan. Solo la biblioteca estándar.
@@ -203,7 +205,14 @@ class Manejador(BaseHTTPRequestHandler):
         with self.estado.cerrojo:
             self.estado.peticiones[metodo] = self.estado.peticiones.get(metodo, 0) + 1
             veces = self.estado.peticiones[metodo]
+            primer_envio = metodo == "SendMessage" and veces == 1
+            if primer_envio and self.estado.modo == "rechaza-envio":
+                self._responde(429, b"Too Many Requests", "text/plain")  # sin leerlo ni contarlo
+                return
             respuesta = self._atiende(id_, metodo, parametros)
+        if primer_envio and self.estado.modo == "cae-al-contestar":
+            self._responde(503, b"Service Unavailable", "text/plain")  # recibido, sin respuesta
+            return
         if metodo == "GetTask" and self._ataca(respuesta, veces):
             return
         self._json(respuesta)
@@ -384,7 +393,7 @@ class Proceso:
 
 MODOS = ["normal", "basura", "incompleta", "falla", "sin-lista", "eterna", "ocupado", "saturado"]
 MODOS += ["otra-tarea", "pregunta", "autoriza", "enorme", "latin1", "nan", "anidada", "redirige"]
-MODOS += ["gotea", "otro-id"]
+MODOS += ["gotea", "otro-id", "rechaza-envio", "cae-al-contestar"]
 
 
 def main(argv: list[str]) -> None:

@@ -129,6 +129,28 @@ async def test_a_server_that_says_not_now_while_polling_is_asked_again_and_answe
     assert server.peticiones("GetTask") >= 4  # 429, 503, 503, then the task
 
 
+@pytest.mark.parametrize("modo", ["rechaza-envio", "cae-al-contestar"])
+async def test_a_send_answered_429_or_503_is_resumed_by_asking_the_context_and_arrives_once(
+    tmp_path, arranca, modo
+):
+    server = arranca(modo=modo, duracion=0.1)
+    buscador = await remote_agent(server.url, risk=Risk.READ, name="buscador")
+    with pytest.raises(RemoteUnavailable) as error:
+        await drive(tmp_path / "runs.db", modo, buscador)
+    status = 429 if modo == "rechaza-envio" else 503
+    assert str(error.value) == (
+        f"{where(server, modo, '000000-tool')}: SendMessage answered HTTP {status}; the attempt "
+        "is journaled: run the same run_id again, and the server is asked for the task of "
+        "this context before anything is sent"
+    )
+    assert (await drive(tmp_path / "runs.db", modo, buscador)).output == ANSWER
+    # 429: it never read the message, so the resume finds no task and sends it, once;
+    # 503 after creating the task: the resume finds it by its context and sends nothing
+    assert sent_by(server, modo) == 1
+    assert server.peticiones("ListTasks") == 1
+    assert server.peticiones("SendMessage") == (2 if modo == "rechaza-envio" else 1)
+
+
 async def test_a_server_that_always_says_not_now_stops_at_max_wait_naming_its_answer(
     tmp_path, arranca
 ):
