@@ -21,7 +21,8 @@
     ├── RemoteAgentError               a remote agent (A2A) could not be used as asked
     │   ├── RemoteUnavailable          it cannot be reached: down, refusing, timing out
     │   ├── RemoteProtocolError        it answered what A2A 1.0 does not allow
-    │   └── RemoteTaskLost             it no longer knows a task it accepted
+    │   ├── RemoteTaskLost             it no longer knows a task it accepted
+    │   └── RemoteTaskTimeout          its task did not end within `max_wait` (in a2a_wire)
     ├── McpServerLost                  an MCP server went away, or went silent, mid-call
     └── ProviderError                  a model provider failed (`retryable` says if retrying helps)
 
