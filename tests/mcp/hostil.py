@@ -14,7 +14,8 @@ Modes: `mudo` (never answers initialize), `se-va` (exits after listing its tools
 (writes a line that is not JSON before each answer), `doble` (lists `enviar` twice),
 `nombre:NAME` (lists `enviar` under NAME), `idempotente` (`enviar` declares itself
 idempotent), `rara` (a hint that is not a boolean), `video` (`imagen` answers a content type
-MCP does not have), `muere` (exits inside `enviar`, after its effect, without answering).
+MCP does not have), `muere` (exits inside `enviar`, after its effect, without answering),
+`terco` (when asked to stop, it stays: stdin closed and SIGTERM ignored).
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def main(argv: list[str]) -> None:
         send({"jsonrpc": "2.0", "id": ident, "result": result})
         if method == "tools/list" and "se-va" in modes:
             sys.exit(0)
+    if "terco" in modes:  # stdin closed: asked to stop, it stays, ignoring SIGTERM too
+        import signal
+        import time
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
 
 
 def call(params, name, sent, record, dies):  # type: ignore[no-untyped-def]

@@ -215,3 +215,12 @@ def test_an_answer_that_is_not_mcp_is_the_tools_error_result_and_is_not_asked_ag
         Phase.ATTEMPTED,
         Phase.COMPLETED,
     ]
+
+
+def test_a_server_that_will_not_stop_is_killed_when_the_block_ends(tmp_path):
+    sys.path.insert(0, str(HOSTIL.parents[2] / "notebooks"))
+    from comun import vivo  # portable: os.kill(pid, 0) would kill it on Windows
+
+    assert start(tmp_path, "terco") == ["h__enviar", "h__grande", "h__imagen", "h__falla"]
+    (started,) = records(tmp_path / "efectos.jsonl")
+    assert not vivo(started["pid"])  # stdin closed and SIGTERM ignored: the SDK killed it
