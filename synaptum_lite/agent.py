@@ -90,7 +90,10 @@ class Agent:
                     f"agent {name!r}: {item!r} is not a tool; decorate it with @tool"
                 )
             if item.name in self.tools:
-                raise ConfigurationError(f"agent {name!r}: two tools are named {item.name!r}")
+                raise ConfigurationError(
+                    f"agent {name!r}: two tools are named {item.name!r}; give each its own name "
+                    "(two MCP servers: connect each with its own prefix)"
+                )
             self.tools[item.name] = item
         self.delegates: dict[str, Agent] = {}
         for delegate in delegates:

@@ -107,8 +107,12 @@ def test_two_servers_cannot_collide_their_prefixes_keep_the_names_apart(tmp_path
         "norte__asignar",
         "norte__avisar_cliente",
     ]
-    with pytest.raises(ConfigurationError, match="two tools are named 'norte__consultar'"):
+    with pytest.raises(ConfigurationError) as collided:
         asyncio.run(two("norte", "norte"))
+    assert str(collided.value) == (
+        "agent 'dos': two tools are named 'norte__consultar'; give each its own name (two MCP "
+        "servers: connect each with its own prefix)"
+    )
 
 
 @pytest.mark.parametrize("prefix", ["", "con_guion_bajo", "1abc", "a b"])
