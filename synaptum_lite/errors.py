@@ -190,19 +190,14 @@ class ConfigurationChanged(SynaptumError):
 
 def _tools_changed(before: list[str], after: list[str]) -> str:
     """The tools gone, new, and declared otherwise (a name in both lists), in words."""
-    parts = [
-        f"{what} {names!r}"
-        for what, names in (
-            ("gone", sorted(set(before) - set(after))),
-            ("new", sorted(set(after) - set(before))),
-            (
-                "declared otherwise (description, parameters, risk or idempotency)",
-                sorted(set(before) & set(after)),
-            ),
-        )
-        if names
-    ]
-    return "tools: " + ", ".join(parts)
+    kinds = {
+        "gone": set(before) - set(after),
+        "new": set(after) - set(before),
+        "declared otherwise (description, parameters, risk or idempotency)": {*before} & {*after},
+    }
+    return "tools: " + ", ".join(
+        f"{kind} {sorted(names)!r}" for kind, names in kinds.items() if names
+    )
 
 
 class ReplayDivergence(SynaptumError):
@@ -347,12 +342,8 @@ class RemoteAgentError(SynaptumError):
         code: int | None = None,
         then: str = "",
     ) -> None:
-        self.agent = agent
-        self.code = code
-        self.url = url
-        self.problem = problem
-        self.run_id = run_id
-        self.step_id = step_id
+        self.agent, self.url, self.problem, self.code = agent, url, problem, code
+        self.run_id, self.step_id = run_id, step_id
         where = f"run {run_id!r}, step {step_id}: " if run_id is not None else ""
         super().__init__(f"{where}remote agent {agent!r} at {url}: {problem}" + then)
 
