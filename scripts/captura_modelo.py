@@ -44,16 +44,22 @@ ANSWER = {
 
 #: Words that say which language a sentence is in (articles, prepositions, common verbs).
 _SPANISH = set(
-    "el la los las de del que es en un una y por con para su al se hay está son tiene".split()
+    "el la los las de del que es en un una y o por con para su al se lo le te mi hay está "
+    "están son tiene ha han he más muy pero ya no sí cómo como puedo hoy".split()
 )
-_ENGLISH = set("the of is and to in a an for with your has are on there it be".split())
+_ENGLISH = set(
+    "the of is and to in an for with your has are on there it be i you can how what this that "
+    "today was will have not but or".split()
+)
 TIMEOUT = 900.0
 
 
 def language_of(text: str) -> str:
-    """`"es"`, `"en"` or `"?"`: which of the two word lists the text uses more."""
+    """`"es"`, `"en"` or `"?"`: which of the two word lists the text uses more. A word with an
+    accent or an ñ, and an opening ¿ or ¡, count as Spanish too ("a" is in neither list)."""
     words = re.findall(r"[a-záéíóúñü]+", text.lower())
-    spanish = sum(word in _SPANISH for word in words)
+    spanish = sum(word in _SPANISH or bool(re.search("[áéíóúñ]", word)) for word in words)
+    spanish += text.count("¿") + text.count("¡")
     english = sum(word in _ENGLISH for word in words)
     return "es" if spanish > english else "en" if english > spanish else "?"
 

@@ -59,4 +59,7 @@ def test_the_captured_answers_are_in_spanish_as_the_page_says() -> None:
 def test_the_language_of_an_answer_is_read_from_its_common_words() -> None:
     assert language_of("El saldo de ES91 2100 0418 45 es de 4.200,00 €.") == "es"
     assert language_of("The balance of ES91 2100 0418 45 is 4.200,00 €.") == "en"
+    assert language_of("Valencia está a 18°C, despejado.") == "es"
+    assert language_of("¡Perfecto! ¿Cómo puedo ayudarte hoy?") == "es"
+    assert language_of("Valencia is at 18°C, clear.") == "en"
     assert language_of("4.200,00 €") == "?"
