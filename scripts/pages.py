@@ -774,6 +774,12 @@ NOT_QUOTES: tuple[tuple[str, str, str], ...] = (
         r'x="440" y="312" text-anchor="middle">herram\. ×0<',
         "02 prints no tool count for its third run: a claim of the figure, not a quote",
     ),
+    (
+        "docs/modelos.md",
+        r"<!-- captura-modelo-real: inicio[\s\S]*?<!-- captura-modelo-real: fin -->",
+        "what a real model printed, not the double's block: python -m scripts.captura_modelo "
+        "writes it from a real run, and tests/real/test_captura.py checks its form",
+    ),
 )
 
 _LOOKS_LIKE_OUTPUT = re.compile(r"(?:modelo|herramienta|herram\.)\s+×\d+|\b\d+\s+eventos\b")
