@@ -446,7 +446,7 @@ _MANY_MEASURES = {
     "return_closed_ms": "devolver un run cerrado",
     "list_open_ms": "listar los abiertos",
 }
-_STORES = {"sqlite": "SQLite (un archivo)", "postgres": "PostgreSQL (un esquema)"}
+_STORES = {"sqlite": "SQLite (un fichero)", "postgres": "PostgreSQL (un esquema)"}
 FLAT = 0.2  # an exponent at or below this reads as flat
 POOL_GOAL = 3.0  # four processes at least this many times sooner than one
 
@@ -481,7 +481,7 @@ def _many_runs(many: dict[str, Any] | None) -> str:
     if "file_mb" in many.get("sqlite", {}):
         most = many["sqlite"]["rows"][-1]["runs"]
         lines += [
-            f"El archivo SQLite con {_number(most, 0)} runs ocupa "
+            f"El fichero SQLite con {_number(most, 0)} runs ocupa "
             f"{_number(many['sqlite']['file_mb'], 1)} MB.",
             "",
         ]
