@@ -100,6 +100,11 @@ COMMANDS: dict[str, How] = {
         ("benchmarks/core_journal.py", "--sizes", "10", "20", "--repeats", "1"),
     ),
     "python3 scripts/modelo_local.py start": How("ci", "python3 scripts/modelo_local.py start"),
+    "uv run --extra http python -m scripts.captura_modelo": How(
+        "test",
+        "tests/real/test_captura.py::"
+        "test_modelos_has_one_captured_excerpt_and_it_is_what_the_command_writes",
+    ),
     'eval "$(python3 scripts/modelo_local.py env)"': How(
         "here", "prints the export lines", ("scripts/modelo_local.py", "env")
     ),

@@ -32,8 +32,16 @@ pytestmark = pytest.mark.skipif(
 
 #: Notebooks whose point needs the double (their pages say why): 06 compares 18 killed runs
 #: with one uninterrupted run, 09 compares the requests only the double keeps, 10 scripts
-#: provider errors, 19 counts the messages a remote server receives across a kill.
-ON_THE_DOUBLE_BY_DESIGN = {"06_kill_9", "09_contexto", "10_reintentos", "19_agente_remoto"}
+#: provider errors, 17 and 18 compare killed runs with uninterrupted ones, 19 counts the
+#: messages a remote server receives across a kill.
+ON_THE_DOUBLE_BY_DESIGN = {
+    "06_kill_9",
+    "09_contexto",
+    "10_reintentos",
+    "17_herramientas_mcp",
+    "18_runs_a_la_vez",
+    "19_agente_remoto",
+}
 
 
 @pytest.fixture(scope="module")
