@@ -1,6 +1,6 @@
 """The site's three diagrams, written as SVG from this source: nothing in them is drawn by hand.
 
-    uv run python -m scripts.diagramas            # write docs/diagramas/*.svg
+    uv run python -m scripts.diagramas            # write docs/diagramas/*.svg (and copies)
     uv run python -m scripts.diagramas --check    # change nothing; exit 1 if a file differs
 
 - `fases.svg`: the phases of a step and who moves each one (the loop, the runtime, a person);
@@ -32,6 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FOLDER = REPO / "docs" / "diagramas"
 NOTEBOOKS = REPO / "notebooks" / "propiedades"
+#: The same files beside the notebooks that show them (05, 16): JupyterLab opened on
+#: notebooks/propiedades, as the README opens it, serves nothing above that folder.
+COPIES = NOTEBOOKS / "figuras"
 
 # ── drawing ──────────────────────────────────────────────────────────────────────────────────
 
@@ -474,17 +477,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for name, draw in FIGURES.items():
-        path = FOLDER / name
         svg = draw()
-        if args.check:
-            if not path.exists() or path.read_text(encoding="utf-8") != svg:
-                stale.append(name)
-        else:
-            FOLDER.mkdir(parents=True, exist_ok=True)
-            path.write_text(svg, encoding="utf-8")
+        for folder in (FOLDER, COPIES):
+            path = folder / name
+            if args.check:
+                if not path.exists() or path.read_text(encoding="utf-8") != svg:
+                    stale.append(str(path.relative_to(folder.parents[1])))
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+                path.write_text(svg, encoding="utf-8")
     if stale:
         print(
-            f"docs/diagramas: {', '.join(stale)} differ from what scripts/diagramas.py draws; "
+            f"{', '.join(stale)} differ from what scripts/diagramas.py draws; "
             "run `uv run python -m scripts.diagramas`",
             file=sys.stderr,
         )

@@ -27,8 +27,9 @@ Learners find the notebooks in `notebooks/propiedades/`; the site shows each one
   from the Markdown with code spans left out, so a heading with one (`mismo run_id`) got an
   entry whose anchor the page does not have; each entry takes the id of its heading.
 - `on_page_content` also puts a figure of `docs/diagramas/` in the page itself: a notebook
-  shows one as a Markdown image, `![…](../../docs/diagramas/fases.svg)`, the path that works
-  in JupyterLab; on the site the `<img>` becomes the SVG's own text, as *Figuras* includes
+  shows one as a Markdown image of the copy beside it, `![…](figuras/fases.svg)`, the path
+  that works in JupyterLab opened on the notebooks' folder (`scripts/diagramas.py` writes
+  both, the same bytes); on the site the `<img>` becomes the SVG's own text, as *Figuras* includes
   it, so its colours follow the theme's (an SVG in an `<img>` cannot read the page's CSS
   variables, and its dark text would sit on the dark background).
 - `on_page_content` also moves the large stylesheet the notebook renderer inlines in every
@@ -139,16 +140,26 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
     return _share_large_styles(_out_of_search(content), page)
 
 
-#: A Markdown image of a figure of docs/diagramas/, as the notebook renderer writes it.
-_FIGURE = re.compile(r'<img\b[^>]*\bsrc="((?:\.\./)+docs/diagramas/[\w-]+\.svg)"[^>]*>')
+#: A Markdown image of a figure, as the notebook renderer writes it: the copy beside the
+#: notebook (figuras/x.svg) or the original (../../docs/diagramas/x.svg).
+_FIGURE = re.compile(
+    r'<img\b[^>]*\bsrc="((?:\.\./)+docs/diagramas/[\w-]+\.svg|figuras/[\w-]+\.svg)"[^>]*>'
+)
 
 
 def _figure(match: re.Match[str], notebook: Path) -> str:
     """The SVG that `match` points at, from the notebook's folder, as the page's own markup."""
     path = (notebook.parent / match.group(1)).resolve()
-    if path.parent != REPO / "docs" / "diagramas" or not path.is_file():
+    original = REPO / "docs" / "diagramas" / path.name
+    if path.parent not in (original.parent, notebook.parent / "figuras") or not path.is_file():
         raise PluginError(f"{notebook}: the figure {match.group(1)} is not in docs/diagramas/")
-    return path.read_text(encoding="utf-8")
+    svg = path.read_text(encoding="utf-8")
+    if not original.is_file() or original.read_text(encoding="utf-8") != svg:
+        raise PluginError(
+            f"{notebook}: {match.group(1)} is not the copy of docs/diagramas/{path.name}; "
+            "run `uv run python -m scripts.diagramas`"
+        )
+    return svg
 
 
 #: The opening tags Material's search must skip, in a code cell: the copy button (its hidden

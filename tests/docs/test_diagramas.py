@@ -51,11 +51,15 @@ def test_the_command_writes_the_committed_files_and_its_check_mode_finds_a_stale
     tmp_path, monkeypatch
 ) -> None:
     # `uv run python -m scripts.diagramas`, as the README shows it, on a copy of the folder
-    monkeypatch.setattr(diagramas, "FOLDER", tmp_path)
+    monkeypatch.setattr(diagramas, "FOLDER", tmp_path / "docs" / "diagramas")
+    monkeypatch.setattr(diagramas, "COPIES", tmp_path / "propiedades" / "figuras")
     assert diagramas.main([]) == 0
     for name in diagramas.FIGURES:
         committed = (REPO / "docs" / "diagramas" / name).read_bytes()
-        assert (tmp_path / name).read_bytes() == committed, name
+        assert (diagramas.FOLDER / name).read_bytes() == committed, name
+        assert (diagramas.COPIES / name).read_bytes() == committed, name
+        beside = REPO / "notebooks" / "propiedades" / "figuras" / name
+        assert beside.read_bytes() == committed, f"{beside} is not the copy of docs/diagramas"
     assert diagramas.main(["--check"]) == 0
-    (tmp_path / "fila.svg").write_text("<svg/>\n", encoding="utf-8")
+    (diagramas.COPIES / "fila.svg").write_text("<svg/>\n", encoding="utf-8")
     assert diagramas.main(["--check"]) == 1
