@@ -20,6 +20,9 @@ import pytest
 
 from tests.site.chromium import Browser
 
+#: bg, over() and contrast(), shared with the other colour check.
+CONTRASTE = (Path(__file__).parent / "contraste.js").read_text(encoding="utf-8")
+
 #: Each page, and the figures (their <title>) it shows, in order.
 FIGURES = {
     "conceptos/": ["fila", "fases", "costuras"],
@@ -34,41 +37,23 @@ TITLES = {
 
 #: Runs in the page: the scheme, and for each figure its title and the contrast of each of its
 #: texts against the page's background (WCAG 2's relative luminance, colours composited over it).
-MEASURE = r"""
-(() => {
-  const parse = (css) => {
-    const m = css.match(/rgba?\(([^)]+)\)/);
-    if (!m) return null;
-    const [r, g, b, a = 1] = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
-    return [r, g, b, a];
-  };
-  let node = document.querySelector('.md-content'), bg = null;
-  while (node && !bg) {
-    const c = parse(getComputedStyle(node).backgroundColor);
-    if (c && c[3] > 0) bg = c;
-    node = node.parentElement;
-  }
-  bg = bg || [255, 255, 255, 1];
-  const lum = (c) => 0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2]);
-  const ch = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-  const contrast = ([r, g, b, a], opacity) => {
-    const k = a * opacity;
-    const c = [r * k + bg[0] * (1 - k), g * k + bg[1] * (1 - k), b * k + bg[2] * (1 - k)];
-    const [x, y] = [lum(c), lum(bg)].sort((p, q) => q - p);
-    return (x + 0.05) / (y + 0.05);
-  };
-  const figures = [];
+MEASURE = (
+    "(() => {\n"
+    + CONTRASTE
+    + r"""  const figures = [];
   for (const svg of document.querySelectorAll('article svg[role="img"]')) {
     const texts = [];
     for (const el of svg.querySelectorAll('text')) {
       const style = getComputedStyle(el), fill = parse(style.fill);
-      if (fill) texts.push([el.textContent, contrast(fill, +style.fillOpacity * +style.opacity)]);
+      const opacity = +style.fillOpacity * +style.opacity;
+      if (fill) texts.push([el.textContent, contrast(over(fill, opacity))]);
     }
     figures.push({title: svg.querySelector('title').textContent, texts});
   }
   return JSON.stringify({scheme: document.body.getAttribute('data-md-color-scheme'), figures});
 })()
 """
+)
 
 
 @pytest.mark.parametrize("page", list(FIGURES))

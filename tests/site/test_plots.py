@@ -13,44 +13,21 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.site.chromium import Browser
 
+#: bg, over() and contrast(), shared with the other colour check.
+CONTRASTE = (Path(__file__).parent / "contraste.js").read_text(encoding="utf-8")
+
 #: Runs in the page: the plots' colours, each composited over the page's background, and the
 #: contrast ratio of each against it (WCAG 2's relative luminance).
-MEASURE = r"""
-(() => {
-  const parse = (css) => {
-    const m = css.match(/rgba?\(([^)]+)\)/);
-    if (!m) return null;
-    const [r, g, b, a = 1] = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
-    return [r, g, b, a];
-  };
-  let node = document.querySelector('.md-content'), bg = null;
-  while (node && !bg) {
-    const c = parse(getComputedStyle(node).backgroundColor);
-    if (c && c[3] > 0) bg = c;
-    node = node.parentElement;
-  }
-  bg = bg || [255, 255, 255, 1];
-  const over = ([r, g, b, a], opacity) => {
-    const k = a * opacity;
-    return [r * k + bg[0] * (1 - k), g * k + bg[1] * (1 - k), b * k + bg[2] * (1 - k)];
-  };
-  const lum = (c) => {
-    const [r, g, b] = c.map(v => {
-      v /= 255;
-      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const contrast = (c) => {
-    const [x, y] = [lum(c), lum(bg)].sort((p, q) => q - p);
-    return (x + 0.05) / (y + 0.05);
-  };
-  const plots = [];
+MEASURE = (
+    "(() => {\n"
+    + CONTRASTE
+    + r"""  const plots = [];
   for (const svg of document.querySelectorAll('figure.rendimiento > svg')) {
     const box = svg.getBoundingClientRect();
     const found = {name: svg.getAttribute('class'), texts: [], lines: [], shapes: []};
@@ -73,6 +50,7 @@ MEASURE = r"""
   return JSON.stringify({background: bg, plots});
 })()
 """
+)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
