@@ -110,7 +110,8 @@ def test_runs_killed_together_at_every_boundary_resume_together_paying_nothing_t
         c["modelo"] == MODEL_CALLS_PER_RUN for c in counts(child, tmp_path / "whole").values()
     )
 
-    deaths = {f"after-{n:02d}": ("--muere-tras", str(n)) for n in range(1, 3 * EVENTS_PER_RUN)}
+    every_event = range(1, 3 * EVENTS_PER_RUN + 1)  # the last one: every run just closed
+    deaths = {f"after-{n:02d}": ("--muere-tras", str(n)) for n in every_event}
     deaths.update({f"inside-{run}": ("--muere-dentro", run) for run in RUNS})
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(
