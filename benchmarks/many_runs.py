@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import io
 import json
-import math
 import os
 import random
 import resource
@@ -46,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.workload import log_log_slope
 from synaptum_lite import (
     Agent,
     Checkpointer,
@@ -118,16 +118,6 @@ def _median_ms(samples: list[float]) -> float:
     return round(statistics.median(samples) * 1000, 3)
 
 
-def slope(points: list[tuple[int, float]]) -> float:
-    """Least-squares slope of log(time) against log(runs): 0 flat, 1 linear."""
-    xs = [math.log(n) for n, _ in points]
-    ys = [math.log(t) for _, t in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mx) ** 2 for x in xs
-    )
-
-
 async def _close(store: Checkpointer) -> None:
     close = getattr(store, "close", None)
     if close is not None:
@@ -195,7 +185,7 @@ async def grow(kind: Kind, sizes: list[int], repeats: int) -> dict[str, Any]:
         rows.append(row)
         print(f"  {kind.name:<10} {json.dumps(row)}", flush=True)
     exponents = {
-        key: round(slope([(r["runs"], r[key]) for r in rows]), 2)
+        key: round(log_log_slope([(r["runs"], r[key]) for r in rows]), 2)
         for key in ("open_ms", "return_closed_ms", "list_open_ms")
     }
     print(f"  {kind.name:<10} exponents {json.dumps(exponents)}", flush=True)

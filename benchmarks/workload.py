@@ -81,11 +81,16 @@ def pause_until_killed() -> None:
         time.sleep(3600)
 
 
-def growth_exponent(rows: Sequence[dict[str, float]], base: float = 0) -> float:
-    """Least-squares slope of log(bytes - base) against log(N): 1.0 is linear, 2.0 quadratic."""
-    xs = [math.log(r["n"]) for r in rows]
-    ys = [math.log(r["bytes"] - base) for r in rows]
+def log_log_slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of log(y) against log(x): 0 is flat, 1 linear, 2 quadratic."""
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(y) for _, y in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
         (x - mx) ** 2 for x in xs
     )
+
+
+def growth_exponent(rows: Sequence[dict[str, float]], base: float = 0) -> float:
+    """Least-squares slope of log(bytes - base) against log(N): 1.0 is linear, 2.0 quadratic."""
+    return log_log_slope([(r["n"], r["bytes"] - base) for r in rows])
