@@ -32,13 +32,15 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigurationError, LockFailed
 
 Release = Callable[[], None]
+# A file's path as the store gives it (a `Path` or a string), read with `os.path`, which the
+# interpreter loads at start: `pathlib` brings urllib.parse, ipaddress and fnmatch with it,
+# 3-7 ms of an import (python -X importtime).
+FilePath = str | os.PathLike[str]
 
 _RUN_LOCKS_FROM = 1 << 62  # byte offsets of run locks: [2**62, 2**62 + 2**61)
 _OFD_LOCK = struct.Struct("hhqqi4x")  # struct flock on Linux: type, whence, start, len, pid
@@ -70,15 +72,19 @@ def _lock_kind() -> Literal["posix", "windows", "process"]:
 # Windows does not need this, and it costs nothing there.
 
 
-@dataclass(eq=False)
 class LockedFile:
     """This process's lock descriptor on one database file, and the runs it holds."""
 
-    key: tuple[int, int]  # (st_dev, st_ino)
-    fd: int
-    writable: bool
-    users: int = 0  # holds under way and open connections of this process
-    held: set[int] = field(default_factory=set)  # run offsets held in this process
+    # a plain class, not a dataclass: nothing compares or prints it, and @dataclass compiles
+    # its methods when the module is imported (0.3 ms)
+    __slots__ = ("key", "fd", "writable", "users", "held")
+
+    def __init__(self, key: tuple[int, int], fd: int, writable: bool) -> None:
+        self.key = key  # (st_dev, st_ino)
+        self.fd = fd
+        self.writable = writable
+        self.users = 0  # holds under way and open connections of this process
+        self.held: set[int] = set()  # run offsets held in this process
 
 
 _FILES: dict[tuple[int, int], LockedFile] = {}
@@ -86,7 +92,7 @@ _FILES_LOCK = threading.Lock()
 _PARKED: list[int] = []  # descriptors that must stay open (see `enter_file`)
 
 
-def enter_file(database: Path, run_id: str = "") -> LockedFile:
+def enter_file(database: FilePath, run_id: str = "") -> LockedFile:
     """The lock descriptor of the file at `database`, counted as one more user.
 
     Creates the file (empty: SQLite makes it a database) when it does not exist. A file this
@@ -101,7 +107,7 @@ def enter_file(database: Path, run_id: str = "") -> LockedFile:
         except FileNotFoundError:
             key = None
         except OSError as exc:
-            raise LockFailed(database.name, run_id, _cause(exc)) from None
+            raise LockFailed(_name(database), run_id, _cause(exc)) from None
         locked = _FILES.get(key) if key is not None else None
         if locked is None:
             fd, writable = _open_for_locks(database, run_id)
@@ -125,11 +131,11 @@ def leave_file(locked: LockedFile) -> None:
     _close_unreachable()
 
 
-def refuse_hard_links(database: Path, stat: os.stat_result) -> None:
+def refuse_hard_links(database: FilePath, stat: os.stat_result) -> None:
     """Raise `ConfigurationError` when the file has more than one name (see the docstring)."""
     if stat.st_nlink > 1:
         raise ConfigurationError(
-            f"the journal {database.name} has {stat.st_nlink} names (hard links); SQLite keeps "
+            f"the journal {_name(database)} has {stat.st_nlink} names (hard links); SQLite keeps "
             "its write-ahead log beside each name, so each name would see another journal: "
             "remove the other links and use one name (a symlink is fine)"
         )
@@ -159,17 +165,22 @@ def _close_unreachable() -> None:
         close()
 
 
-def _open_for_locks(database: Path, run_id: str) -> tuple[int, bool]:
+def _open_for_locks(database: FilePath, run_id: str) -> tuple[int, bool]:
     try:
-        database.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(database) or os.curdir, exist_ok=True)
         return os.open(database, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644), True
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise LockFailed(database.name, run_id, _cause(exc)) from None
+            raise LockFailed(_name(database), run_id, _cause(exc)) from None
     try:
         return os.open(database, os.O_RDONLY | _CLOEXEC), False
     except OSError as exc:
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+
+
+def _name(database: FilePath) -> str:
+    """The file's name, as errors show it."""
+    return os.path.basename(database)
 
 
 def _identity(stat: os.stat_result) -> tuple[int, int]:
@@ -184,7 +195,7 @@ def _cause(exc: OSError) -> str:
 # ── the run's lock ──────────────────────────────────────────────────────────────────────────
 
 
-def lock_run(database: Path, locked: LockedFile, run_id: str) -> Release | None:
+def lock_run(database: FilePath, locked: LockedFile, run_id: str) -> Release | None:
     """Lock `run_id` of the file `locked`; the function that releases it, or None when another
     driver (in this process or another) holds it.
 
@@ -238,7 +249,7 @@ def _posix_locks() -> Any:
 
 
 def _lock_byte_posix(
-    database: Path, locked: LockedFile, offset: int, run_id: str, fcntl: Any
+    database: FilePath, locked: LockedFile, offset: int, run_id: str, fcntl: Any
 ) -> Release | None:
     """Linux: an open-file-description lock on the run's byte (shared on a read-only file)."""
     kind = fcntl.F_WRLCK if locked.writable else fcntl.F_RDLCK
@@ -247,7 +258,7 @@ def _lock_byte_posix(
     except OSError as exc:
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, _cause(exc)) from None
 
     def release() -> None:
         unlock = _OFD_LOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0)
@@ -256,28 +267,28 @@ def _lock_byte_posix(
     return release
 
 
-def _flock_run(database: Path, offset: int, run_id: str, fcntl: Any) -> Release | None:
+def _flock_run(database: FilePath, offset: int, run_id: str, fcntl: Any) -> Release | None:
     """Where there are no open-file-description locks (macOS): `flock` on a file of the run's
     own, beside the file's real path, so relative names and symlinks reach the same one."""
-    real = Path(os.path.realpath(database))
-    path = real.with_name(real.name + ".locks") / f"{offset:x}.lock"
+    folder = os.path.realpath(database) + ".locks"
     try:
-        path.parent.mkdir(exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{offset:x}.lock")
         fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
     except OSError as exc:
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, _cause(exc)) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, _cause(exc)) from None
     return lambda: os.close(fd)  # closing the description releases its lock
 
 
 def _lock_byte_windows(
-    database: Path, locked: LockedFile, offset: int, run_id: str
+    database: FilePath, locked: LockedFile, offset: int, run_id: str
 ) -> Release | None:
     """Windows: `msvcrt.locking` on the run's byte (exclusive, also on a read-only file).
 
@@ -290,7 +301,7 @@ def _lock_byte_windows(
     except OSError as exc:
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(database.name, run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, _cause(exc)) from None
     return lambda: _windows_locking(locked.fd, offset, unlock=True)
 
 
