@@ -11,7 +11,6 @@ journal already holds at a position is never done again.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -238,8 +237,13 @@ class Agent:
                     # paid for: recorded whatever it holds (what a journal cannot keep becomes
                     # an error the model reads, or U+FFFD in text), never lost to an encoding
                     # error
-                    model_step = dataclasses.replace(
-                        attempted, phase=Phase.COMPLETED, response=journalable(response)
+                    model_step = ModelStep(
+                        run_id=session.run_id,
+                        step_id=model_id,
+                        phase=Phase.COMPLETED,
+                        attempt=attempted.attempt,
+                        fingerprint=fingerprint,
+                        response=journalable(response),
                     )
                     await journal.write(model_step)
                 yield model_step

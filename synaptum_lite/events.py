@@ -8,6 +8,7 @@ is a *resolved* event of that step. Each event is keyed by `(step_id, phase, att
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple, NotRequired, Self, TypedDict
@@ -29,6 +30,7 @@ def step_id(position: int, kind: str) -> str:
     return f"{position:06d}-{kind}"
 
 
+@functools.lru_cache(maxsize=4096)  # a resume parses each id of its journal two or three times
 def parse_step_id(text: str) -> tuple[int, str]:
     """The position and kind a step id names: `000003-tool` → `(3, "tool")`.
 
@@ -249,23 +251,22 @@ def decode(
     holds what it does not repeat (the fingerprint, the call). `replayed` marks the event as
     read back by a resumed loop.
     """
+    step = record.step_id
     try:
-        kind = parse_step_id(record.step_id)[1]
+        kind = parse_step_id(step)[1]
         cls = KINDS[kind]
         data = _loads(record.data)
         phase = _PHASES.get(record.phase)
         if phase is None:
             raise ValueError(f"{record.phase!r} is not a phase")
-        common: dict[str, Any] = {
-            "run_id": run_id,
-            "step_id": record.step_id,
-            "attempt": record.attempt,
-            "phase": phase,
-            "replayed": replayed,
-        }
+        attempt = record.attempt
         if cls is FinalStep:
             return FinalStep(
-                **common,
+                run_id=run_id,
+                step_id=step,
+                phase=phase,
+                attempt=attempt,
+                replayed=replayed,
                 text=data.get("text"),
                 output=data.get("text"),
                 reason=data.get("reason"),
@@ -275,10 +276,18 @@ def decode(
             raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
         if cls is ModelStep:
             if phase is Phase.ATTEMPTED:
-                return ModelStep(**common, fingerprint=data["fp"])
-            assert isinstance(attempted, ModelStep)
+                fingerprint, response = data["fp"], None
+            else:
+                assert isinstance(attempted, ModelStep)
+                fingerprint, response = attempted.fingerprint, ModelResponse.from_json(data)
             return ModelStep(
-                **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
+                run_id=run_id,
+                step_id=step,
+                phase=phase,
+                attempt=attempt,
+                replayed=replayed,
+                fingerprint=fingerprint,
+                response=response,
             )
         if phase is Phase.ATTEMPTED:
             call = ToolCall.from_json(data["call"])
@@ -286,6 +295,24 @@ def decode(
             call = attempted.call
         else:
             raise ValueError(f"a {phase.value} {kind} event after a {attempted!r}")
+        if cls is ToolStep:
+            return ToolStep(
+                run_id=run_id,
+                step_id=step,
+                phase=phase,
+                attempt=attempt,
+                replayed=replayed,
+                call=call,
+                result=ToolResult.from_json(data) if "content" in data else None,
+                decision=data.get("decision"),
+            )
+        common: dict[str, Any] = {
+            "run_id": run_id,
+            "step_id": step,
+            "attempt": attempt,
+            "phase": phase,
+            "replayed": replayed,
+        }
         if cls is ApprovalStep:
             if phase is Phase.ATTEMPTED:
                 reason = data["reason"]
@@ -295,12 +322,10 @@ def decode(
                 raise ValueError(f"a {phase.value} approval event after a {attempted!r}")
             return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
         result = ToolResult.from_json(data) if "content" in data else None
-        if cls is DelegationStep:
-            usage = Usage.from_json(data["usage"]) if "usage" in data else None
-            return DelegationStep(
-                **common, call=call, result=result, decision=data.get("decision"), usage=usage
-            )
-        return ToolStep(**common, call=call, result=result, decision=data.get("decision"))
+        usage = Usage.from_json(data["usage"]) if "usage" in data else None
+        return DelegationStep(
+            **common, call=call, result=result, decision=data.get("decision"), usage=usage
+        )
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
 
