@@ -48,11 +48,23 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
-import nbformat
-from jupyter_client import AsyncKernelManager
-from jupyter_client.asynchronous import AsyncKernelClient
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, DeadKernelError
+# nbformat imports jsonschema, whose format checkers import what is installed; with the lab
+# group, rfc3987-syntax builds a grammar on import: 1.5 s of CPU, more than the rest of this
+# module's imports together (0.3 s), for an `iri` format no notebook schema uses. It is kept out
+# while nbformat is imported, and importable again afterwards.
+_KEPT_OUT = "rfc3987_syntax"
+_keep_out = _KEPT_OUT not in sys.modules
+if _keep_out:
+    sys.modules[_KEPT_OUT] = None  # type: ignore[assignment]  # import fails: not checked
+try:
+    import nbformat
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+finally:
+    if _keep_out and sys.modules.get(_KEPT_OUT, 0) is None:
+        del sys.modules[_KEPT_OUT]
 
 #: Environment variables removed before a kernel starts: any of them selects a real model.
 MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
@@ -109,6 +121,8 @@ class NotebookRun:
     seconds: float
     failure: str | None = None  # the kernel died, timed out or could not start
     left_behind: list[str] = field(default_factory=list)  # output, threads, processes
+    #: CPU seconds of the kernel and the processes it waited for (forked kernels only).
+    cpu_seconds: float | None = None
 
     @property
     def printed(self) -> str:
@@ -277,7 +291,9 @@ async def _run_one(
     cells = code_cells(client.nb)
     for cell in cells:
         cell.cleared = cell.index in client.cleared
-    return NotebookRun(path, cells, time.perf_counter() - started, failure, left_behind)
+    seconds = time.perf_counter() - started
+    cpu = km.forked.cpu if isinstance(km, _ForkedKernelManager) and km.forked else None
+    return NotebookRun(path, cells, seconds, failure, left_behind, cpu)
 
 
 # ── nbclient, with what the check adds ───────────────────────────────────────
@@ -444,6 +460,7 @@ class _ForkedKernel:
     def __init__(self, zygote: _Zygote, pid: int) -> None:
         self.zygote, self.pid = zygote, pid
         self.returncode: int | None = None
+        self.cpu: float | None = None  # CPU seconds, with its children, once it has ended
         self.ended = asyncio.Event()
 
     async def kill(self) -> None:
@@ -507,7 +524,7 @@ class _Zygote:
                 self.forks.popleft().set_result(kernel)
             elif "exited" in message:
                 kernel = self.kernels.pop(message["exited"])
-                kernel.returncode = message["code"]
+                kernel.returncode, kernel.cpu = message["code"], message.get("cpu")
                 kernel.ended.set()
         # The warm parent is gone: every kernel it had is gone with it.
         for kernel in self.kernels.values():

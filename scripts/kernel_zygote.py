@@ -12,7 +12,8 @@ socket is opened before forking, so every child is as fresh as a kernel started 
 Protocol, one JSON object per line.
   stdin:  {"fork": {"connection": …, "cwd": …, "ipython_dir": …, "stderr": …}} | {"kill": pid}
   stdout: {"ready": true} once, then {"forked": pid} per fork, in order, and
-          {"exited": pid, "code": n} when a child ends (negative n: killed by signal -n).
+          {"exited": pid, "code": n, "cpu": s} when a child ends (negative n: killed by
+          signal -n; s: the CPU seconds it used, with the processes it waited for).
 Closing stdin kills the children that are left and ends this process.
 """
 
@@ -111,11 +112,12 @@ def become_kernel(connection: str, cwd: str, ipython_dir: str, stderr: str) -> N
 
 def reap(children: set[int], *, block: bool = False) -> None:
     while children:
-        pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        pid, status, usage = os.wait4(-1, 0 if block else os.WNOHANG)
         if pid == 0:
             return
         children.discard(pid)
-        say({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+        cpu = round(usage.ru_utime + usage.ru_stime, 3)
+        say({"exited": pid, "code": os.waitstatus_to_exitcode(status), "cpu": cpu})
         if block:
             return
 
