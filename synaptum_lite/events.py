@@ -251,22 +251,23 @@ def decode(
     holds what it does not repeat (the fingerprint, the call). `replayed` marks the event as
     read back by a resumed loop.
     """
-    step = record.step_id
     try:
-        kind = parse_step_id(step)[1]
+        kind = parse_step_id(record.step_id)[1]
         cls = KINDS[kind]
         data = _loads(record.data)
         phase = _PHASES.get(record.phase)
         if phase is None:
             raise ValueError(f"{record.phase!r} is not a phase")
-        attempt = record.attempt
+        common: dict[str, Any] = {
+            "run_id": run_id,
+            "step_id": record.step_id,
+            "attempt": record.attempt,
+            "phase": phase,
+            "replayed": replayed,
+        }
         if cls is FinalStep:
             return FinalStep(
-                run_id=run_id,
-                step_id=step,
-                phase=phase,
-                attempt=attempt,
-                replayed=replayed,
+                **common,
                 text=data.get("text"),
                 output=data.get("text"),
                 reason=data.get("reason"),
@@ -276,18 +277,10 @@ def decode(
             raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
         if cls is ModelStep:
             if phase is Phase.ATTEMPTED:
-                fingerprint, response = data["fp"], None
-            else:
-                assert isinstance(attempted, ModelStep)
-                fingerprint, response = attempted.fingerprint, ModelResponse.from_json(data)
+                return ModelStep(**common, fingerprint=data["fp"])
+            assert isinstance(attempted, ModelStep)
             return ModelStep(
-                run_id=run_id,
-                step_id=step,
-                phase=phase,
-                attempt=attempt,
-                replayed=replayed,
-                fingerprint=fingerprint,
-                response=response,
+                **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
             )
         if phase is Phase.ATTEMPTED:
             call = ToolCall.from_json(data["call"])
@@ -295,24 +288,6 @@ def decode(
             call = attempted.call
         else:
             raise ValueError(f"a {phase.value} {kind} event after a {attempted!r}")
-        if cls is ToolStep:
-            return ToolStep(
-                run_id=run_id,
-                step_id=step,
-                phase=phase,
-                attempt=attempt,
-                replayed=replayed,
-                call=call,
-                result=ToolResult.from_json(data) if "content" in data else None,
-                decision=data.get("decision"),
-            )
-        common: dict[str, Any] = {
-            "run_id": run_id,
-            "step_id": step,
-            "attempt": attempt,
-            "phase": phase,
-            "replayed": replayed,
-        }
         if cls is ApprovalStep:
             if phase is Phase.ATTEMPTED:
                 reason = data["reason"]
@@ -322,10 +297,12 @@ def decode(
                 raise ValueError(f"a {phase.value} approval event after a {attempted!r}")
             return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
         result = ToolResult.from_json(data) if "content" in data else None
-        usage = Usage.from_json(data["usage"]) if "usage" in data else None
-        return DelegationStep(
-            **common, call=call, result=result, decision=data.get("decision"), usage=usage
-        )
+        if cls is DelegationStep:
+            usage = Usage.from_json(data["usage"]) if "usage" in data else None
+            return DelegationStep(
+                **common, call=call, result=result, decision=data.get("decision"), usage=usage
+            )
+        return ToolStep(**common, call=call, result=result, decision=data.get("decision"))
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
 
