@@ -23,8 +23,9 @@ type (interpreter start-up included), alternating, `--repeats` times each:
 how both sides grow towards the sixteen notebooks of the curriculum. `measure` is the same
 measurement for `benchmarks.run`.
 
-Prints the median and the fastest time of each, the ratios, and the time of each notebook
-inside our runner.
+Prints the median and the fastest time of each, the ratios, and the time and CPU of each
+notebook inside our runner. Our check runs several kernels at once (`KERNELS_AT_ONCE`, on
+every core); nbval and nbmake run one notebook at a time, as pytest does without xdist.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scripts.kernel import kernel_environment, run_notebooks_sync  # noqa: E402
+from scripts.kernel import KERNELS_AT_ONCE, kernel_environment, run_notebooks_sync  # noqa: E402
 from scripts.pages import NOTEBOOKS, mismatch, property_notebooks, read_notebook  # noqa: E402
 
 
@@ -168,6 +169,7 @@ def measure(
         environment = "test + bench, as CI's"
     if not names:
         raise SystemExit("no notebook passes the docs check:\n" + "\n".join(left_out.values()))
+    last = run_notebooks_sync(checked_notebooks)
     return {
         "notebooks": [path.stem for path in checked_notebooks],
         "left_out": left_out,
@@ -176,9 +178,14 @@ def measure(
         "environment": environment,
         "times": times,
         "cpu": cpu,
-        "per_notebook": {
-            run.path.stem: run.seconds for run in run_notebooks_sync(checked_notebooks)
-        },
+        "per_notebook": {run.path.stem: run.seconds for run in last},
+        # CPU seconds of each notebook's kernel with the processes it waited for (None where
+        # kernels are not forked by the warm parent, i.e. not on Linux).
+        "per_notebook_cpu": {run.path.stem: run.cpu_seconds for run in last},
+        # Our check runs this many kernels at once on `cores` cores; nbval and nbmake run one
+        # notebook at a time (pytest without xdist).
+        "kernels_at_once": KERNELS_AT_ONCE,
+        "cores": os.cpu_count(),
     }
 
 
@@ -216,9 +223,14 @@ def main() -> None:
                 result["cpu"]["docs check"]
             )
             print(f"{name} / docs check: {wall:.1f}× wall, {used:.1f}× CPU")
-    print("\nper notebook, inside our runner (kernel start to last cell):")
+    print(
+        f"\nour check runs {result['kernels_at_once']} kernels at once on {result['cores']} "
+        "cores; nbval and nbmake, one notebook at a time"
+    )
+    print("\nper notebook, inside our runner (kernel start to last cell; CPU of its kernel):")
     for stem, seconds in result["per_notebook"].items():
-        print(f"  {stem:<24}{seconds:.2f} s")
+        cpu = result["per_notebook_cpu"].get(stem)
+        print(f"  {stem:<24}{seconds:6.2f} s" + (f"{cpu:8.2f} s CPU" if cpu is not None else ""))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import math
 import os
 import re
 import shutil
@@ -47,6 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 from typing import Any
+
+from scripts import kernel_zygote
+from scripts.kernel_zygote import (  # noqa: F401  (MODEL_VARIABLE_PREFIXES: for the tests)
+    MODEL_VARIABLE_PREFIXES,
+    check_environment,
+    kernel_environment,
+)
 
 # nbformat imports jsonschema, whose format checkers import what is installed; with the lab
 # group, rfc3987-syntax builds a grammar on import: 1.5 s of CPU, more than the rest of this
@@ -66,8 +74,10 @@ finally:
     if _keep_out and sys.modules.get(_KEPT_OUT, 0) is None:
         del sys.modules[_KEPT_OUT]
 
-#: Environment variables removed before a kernel starts: any of them selects a real model.
-MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
+#: How many notebooks run at once by default: twice the cores, because a notebook often waits
+#: (on a child process, a lock, a file, the quiet after its last cell).
+KERNELS_AT_ONCE = 2 * (os.cpu_count() or 1)
+
 
 #: A notebook that takes longer than this fails the check (seconds, whole notebook).
 DEFAULT_TIMEOUT = 120.0
@@ -171,14 +181,6 @@ class NotebookRun:
         return found
 
 
-def kernel_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a kernel: the caller's, minus every model variable."""
-    base = dict(os.environ if base is None else base)
-    return {
-        name: value for name, value in base.items() if not name.startswith(MODEL_VARIABLE_PREFIXES)
-    }
-
-
 def code_cells(notebook: dict) -> list[CellRun]:
     """The code cells of a notebook (as read with `json` or nbformat), in order, with what
     their stored outputs say they did (nothing, for a notebook stored clean)."""
@@ -217,16 +219,13 @@ async def run_notebooks(
     Kernels never inherit the caller's model variables; `model` gives them some on purpose
     (e.g. `{"SYNAPTUM_BASE_URL": …}` to run the notebooks on a real model).
     `fork` chooses where kernels come from (default: the warm parent on Linux). Returns one
-    `NotebookRun` per path, in the order given. Never raises for what a notebook does: a cell
-    that fails, a kernel that dies or a timeout is recorded in the result.
+    `NotebookRun` per path, in the order given; they start longest first (`LAST_SECONDS`).
+    Never raises for what a notebook does: a cell that fails, a kernel that dies or a timeout
+    is recorded in the result.
     """
     paths = list(paths)
-    # Twice the cores: a notebook often waits (on a child process, a lock, a file).
-    limit = asyncio.Semaphore(parallel or 2 * (os.cpu_count() or 1))
-    env = kernel_environment()
-    env.update(model or {})
-    # debugpy warns on stderr about frozen modules; the check needs no debugger.
-    env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
+    limit = asyncio.Semaphore(parallel or KERNELS_AT_ONCE)
+    env = check_environment(model)
     use_fork = sys.platform == "linux" if fork is None else fork
     zygote = await _Zygote.start(env) if use_fork else None
 
@@ -234,11 +233,43 @@ async def run_notebooks(
         async with limit:
             return await _run_one(path, zygote, env, timeout=timeout)
 
+    # The longest first, by what each notebook took last time: on two cores, a long notebook
+    # that starts last decides alone when the check ends.
+    last = _last_seconds()
+    order = sorted(range(len(paths)), key=lambda i: -last.get(paths[i].name, math.inf))
     try:
-        return list(await asyncio.gather(*(one(path) for path in paths)))
+        runs = await asyncio.gather(*(one(paths[i]) for i in order))
     finally:
         if zygote:
             await zygote.close()
+    _remember_seconds(runs)
+    by_index = dict(zip(order, runs, strict=True))
+    return [by_index[i] for i in range(len(paths))]
+
+
+#: What each notebook took the last time it ran here (seconds, by file name), so that the next
+#: check starts the longest first. Only an order: a missing or unreadable file changes nothing
+#: else, and notebooks never seen start first.
+LAST_SECONDS = Path(tempfile.gettempdir()) / "synaptum-lite-notebook-seconds.json"
+
+
+def _last_seconds() -> dict[str, float]:
+    try:
+        known = json.loads(LAST_SECONDS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _remember_seconds(runs: Iterable[NotebookRun]) -> None:
+    known = _last_seconds()
+    known.update({run.path.name: round(run.seconds, 2) for run in runs})
+    scratch = LAST_SECONDS.with_name(f"{LAST_SECONDS.name}.{os.getpid()}")
+    try:
+        scratch.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+        os.replace(scratch, LAST_SECONDS)  # whole or not at all, with checks side by side
+    except OSError:
+        scratch.unlink(missing_ok=True)
 
 
 def run_notebooks_sync(paths: Sequence[Path], **options: Any) -> list[NotebookRun]:
@@ -472,30 +503,31 @@ class _ForkedKernel:
 class _Zygote:
     """The warm parent of `scripts/kernel_zygote.py`: one fork per kernel (Linux)."""
 
-    PROGRAM = Path(__file__).with_name("kernel_zygote.py")
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    def __init__(self, process: subprocess.Popen[bytes], answers: asyncio.StreamReader) -> None:
+        self.process, self.answers = process, answers
         self.forks: deque[asyncio.Future[_ForkedKernel]] = deque()
         self.kernels: dict[int, _ForkedKernel] = {}
         self.reader: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, env: dict[str, str]) -> _Zygote:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(cls.PROGRAM),
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
+        """The warm parent started early with `env` (`kernel_zygote.start_early`), or a new
+        one."""
+        process = kernel_zygote.take_early(env) or kernel_zygote.spawn(env)
+        assert process.stdout is not None
+        answers = asyncio.StreamReader()
+        await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(answers), process.stdout
         )
-        zygote = cls(process)
+        zygote = cls(process, answers)
         zygote.reader = asyncio.create_task(zygote._read())
         return zygote
 
     def send(self, order: dict[str, Any]) -> None:
+        """One order: a line of a few hundred bytes, which a pipe takes whole at once."""
         assert self.process.stdin is not None
         self.process.stdin.write((json.dumps(order) + "\n").encode())
+        self.process.stdin.flush()
 
     async def launch(
         self, connection: str, *, cwd: str, ipython_dir: str, stderr: str
@@ -515,8 +547,7 @@ class _Zygote:
         return await forked
 
     async def _read(self) -> None:
-        assert self.process.stdout is not None
-        while line := await self.process.stdout.readline():
+        while line := await self.answers.readline():
             message = json.loads(line)
             if "forked" in message:
                 kernel = _ForkedKernel(self, message["forked"])
@@ -534,8 +565,9 @@ class _Zygote:
             self.forks.popleft().set_exception(DeadKernelError("could not start: no warm parent"))
 
     async def close(self) -> None:
+        """Close its orders: it kills the kernels left and ends, which closes its answers."""
         assert self.process.stdin is not None
         self.process.stdin.close()
-        await self.process.wait()
         if self.reader:
             await self.reader
+        self.process.wait()  # its answers have ended: it has exited, or is about to

@@ -15,19 +15,21 @@ Protocol, one JSON object per line.
           {"exited": pid, "code": n, "cpu": s} when a child ends (negative n: killed by
           signal -n; s: the CPU seconds it used, with the processes it waited for).
 Closing stdin kills the children that are left and ends this process.
+
+Imported (as `scripts.kernel_zygote`, standard library only), it starts itself early:
+`start_early(env)` launches the warm parent at once, so that it imports ipykernel while the
+caller imports nbclient (the docs check) or pytest collects; `scripts/kernel.py` takes it
+(`take_early`) if it was started with the environment the kernels need, else starts its own.
 """
 
+import gc
+import json
+import os
+import select
+import signal
+import subprocess
 import sys
-
-# Run as a script, Python put this folder first on sys.path; a kernel must not see it.
-del sys.path[0]
-
-import gc  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import select  # noqa: E402
-import signal  # noqa: E402
-import threading  # noqa: E402
+import threading
 
 #: What a kernel imports while it starts, measured; imported here once, before any fork.
 PRELOAD = (
@@ -129,5 +131,63 @@ def say(message: dict) -> None:
         pass
 
 
+#: Environment variables removed before a kernel starts: any of them selects a real model.
+MODEL_VARIABLE_PREFIXES = ("SYNAPTUM_", "AXONIUM_")
+
+
+def kernel_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a kernel: the caller's, minus every model variable."""
+    base = dict(os.environ if base is None else base)
+    return {
+        name: value for name, value in base.items() if not name.startswith(MODEL_VARIABLE_PREFIXES)
+    }
+
+
+def check_environment(model: dict[str, str] | None = None) -> dict[str, str]:
+    """What the docs check starts its kernels with: `kernel_environment()`, plus `model` (the
+    variables of a real model, given on purpose), without debugpy's warning about frozen
+    modules (the check needs no debugger)."""
+    env = kernel_environment()
+    env.update(model or {})
+    env.update(PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_PLATFORM_DIRS="1")
+    return env
+
+
+#: The warm parent started ahead of time, with the environment it was given.
+_early: tuple[dict[str, str], subprocess.Popen[bytes]] | None = None
+
+
+def spawn(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start this program as a warm parent, with pipes for its orders and its answers."""
+    return subprocess.Popen(
+        [sys.executable, __file__], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+
+
+def start_early(env: dict[str, str]) -> None:
+    """Start a warm parent now, for a check that will start its kernels with `env` (Linux)."""
+    global _early
+    if sys.platform == "linux" and _early is None:
+        _early = (dict(env), spawn(env))
+
+
+def take_early(env: dict[str, str]) -> "subprocess.Popen[bytes] | None":
+    """The warm parent started early, if its environment is `env`; one started with another
+    is stopped (its kernels would inherit the wrong variables). None if there is none."""
+    global _early
+    early, _early = _early, None
+    if early is None:
+        return None
+    started_with, process = early
+    if started_with == env and process.poll() is None:
+        return process
+    if process.stdin:
+        process.stdin.close()
+    process.wait()
+    return None
+
+
 if __name__ == "__main__":
+    # Run as a script, Python put this folder first on sys.path; a kernel must not see it.
+    del sys.path[0]
     main()

@@ -16,8 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from scripts.kernel import run_notebooks_sync
-from scripts.pages import (
+from scripts import kernel_zygote
+
+if __name__ == "__main__":
+    # The warm parent imports ipykernel while this process imports nbclient, below.
+    kernel_zygote.start_early(kernel_zygote.check_environment())
+
+from scripts.kernel import run_notebooks_sync  # noqa: E402
+from scripts.pages import (  # noqa: E402
     PageFormatError,
     dumps,
     expected_output_of,

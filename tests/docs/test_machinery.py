@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from scripts import update_pages
-from scripts.kernel import CellRun, NotebookRun, kernel_environment, run_notebooks
+from scripts import kernel, kernel_zygote, update_pages
+from scripts.kernel import (
+    CellRun,
+    NotebookRun,
+    check_environment,
+    kernel_environment,
+    run_notebooks,
+)
 from scripts.normalization import NORMALIZATION_RULES
 from scripts.pages import (
     NOTEBOOKS,
@@ -259,3 +267,55 @@ def test_the_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
     log, _ = build.communicate(timeout=120)
     assert build.returncode != 0, log
     assert "huerfana.md" in log
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="kernels are forked by a warm parent on Linux")
+def test_a_warm_parent_started_early_forks_the_kernels_of_the_check(tmp_path: Path) -> None:
+    env = check_environment()
+    kernel_zygote.start_early(env)
+    assert kernel_zygote._early is not None
+    early = kernel_zygote._early[1]
+    path = page(tmp_path, "padre", "import os\nprint(os.getppid())")
+    [run] = asyncio.run(run_notebooks([path]))
+    assert run.problems() == []
+    assert run.printed == f"{early.pid}\n"
+    assert kernel_zygote._early is None and early.wait(timeout=10) == 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="kernels are forked by a warm parent on Linux")
+def test_a_warm_parent_started_early_with_other_variables_is_stopped_not_used() -> None:
+    env = check_environment()
+    kernel_zygote.start_early({**env, "SYNAPTUM_BASE_URL": "http://127.0.0.1:9"})
+    assert kernel_zygote._early is not None
+    early = kernel_zygote._early[1]
+    assert kernel_zygote.take_early(env) is None
+    assert early.poll() is not None  # stopped: its kernels would have had a model variable
+
+
+def test_notebooks_start_longest_first_by_what_they_took_last_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each notebook appends its name to one file as it starts; one kernel at a time.
+    started = tmp_path / "orden.txt"
+    paths = [
+        page(tmp_path, name, f"open({str(started)!r}, 'a').write('{name} ')")
+        for name in ("corto", "largo", "nuevo", "medio")
+    ]
+    last = tmp_path / "segundos.json"
+    last.write_text(json.dumps({"corto.ipynb": 0.5, "largo.ipynb": 9.0, "medio.ipynb": 2.0}))
+    monkeypatch.setattr(kernel, "LAST_SECONDS", last)
+    runs = asyncio.run(run_notebooks(paths, parallel=1))
+    assert [run.path.stem for run in runs] == ["corto", "largo", "nuevo", "medio"]  # as given
+    assert started.read_text() == "nuevo largo medio corto "  # never seen: first
+    assert set(json.loads(last.read_text())) == {f"{p.stem}.ipynb" for p in paths}
+
+
+def test_an_unreadable_record_of_last_times_changes_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    last = tmp_path / "segundos.json"
+    last.write_text("{no es json")
+    monkeypatch.setattr(kernel, "LAST_SECONDS", last)
+    [run] = asyncio.run(run_notebooks([page(tmp_path, "uno", "print(1)")]))
+    assert run.printed == "1\n"
+    assert json.loads(last.read_text()) == {"uno.ipynb": round(run.seconds, 2)}
