@@ -9,6 +9,7 @@ sitting, then the results (JSON) and the page that shows them (docs/rendimiento.
   environment of its own (`benchmarks.anchors`); see `benchmarks.durable_runs`;
 - the docs check on the property notebooks against nbval and nbmake (`benchmarks.docs_check`);
 - import time (`benchmarks.imports`);
+- what syncing every commit costs a step (`benchmarks.sync_cost`);
 - many runs in one store, and a PostgreSQL worker pool (`benchmarks.many_runs`).
 
 Every figure is a median over repeats and is shown as a ratio to ours. Not a test: times
@@ -30,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import anchors, durable_runs, imports, many_runs, page
+from benchmarks import anchors, durable_runs, imports, many_runs, page, sync_cost
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 COMMAND = "uv run --group bench python -m benchmarks.run"
@@ -156,6 +157,8 @@ def main() -> None:
             results["durable_runs"] = durable_runs.measure(
                 contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
             )
+        print("what waiting for the disk costs a step", flush=True)
+        results["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:
         print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
         results["docs_check"] = _docs_check(options.docs_repeats)
