@@ -18,8 +18,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import runlock
 from . import sqlite_schema as sql
@@ -43,6 +42,9 @@ from .journal import (
     run_state,
 )
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 T = TypeVar("T")
 
 
@@ -61,15 +63,24 @@ class SqliteCheckpointer:
                 "durability must be 'full' (survives power loss) or 'normal' (faster), "
                 f"got {durability!r}"
             )
-        self.path = Path(path)
+        self._path = os.fspath(path)
         self.durability = durability
-        self._database = _Database(self.path, durability)
+        self._database = _Database(self._path, durability)
         self._serialized = threading.Lock()
         # the connection ends with its store
         weakref.finalize(self, runlock.close_collected, self._database.close)
 
+    @property
+    def path(self) -> Path:
+        """The journal file's path."""
+        # imported here: a run reads its file through os.path, and pathlib (with urllib.parse,
+        # ipaddress and fnmatch) is 3-7 ms of an import
+        from pathlib import Path
+
+        return Path(self._path)
+
     def __repr__(self) -> str:
-        return f"SqliteCheckpointer({self.path.name!r})"
+        return f"SqliteCheckpointer({os.path.basename(self._path)!r})"
 
     # ── the protocol ──────────────────────────────────────────────────────────────────────
 
@@ -93,11 +104,14 @@ class SqliteCheckpointer:
 
     @contextlib.asynccontextmanager
     async def _hold(self, run_id: str) -> AsyncIterator[None]:
-        locked = runlock.enter_file(self.path, run_id)
+        locked = runlock.enter_file(self._path, run_id)
         try:
             store = "sqlite:{}:{}".format(*locked.key)
             async with holding(
-                store, self.path.name, run_id, lambda: runlock.lock_run(self.path, locked, run_id)
+                store,
+                self._database.name,
+                run_id,
+                lambda: runlock.lock_run(self._path, locked, run_id),
             ):
                 yield
         finally:
@@ -125,8 +139,9 @@ class _Database:
     """The connection, and what SQLite's errors mean; its checkpointer calls it one call at a
     time, and the statements are in `sqlite_schema.py`."""
 
-    def __init__(self, path: Path, durability: str) -> None:
+    def __init__(self, path: str, durability: str) -> None:
         self.path = path
+        self.name = os.path.basename(path)  # as errors show it
         self.durability = durability
         self._connection: sqlite3.Connection | None = None
         self._file: runlock.LockedFile | None = None  # keeps the lock descriptor open (runlock.py)
@@ -168,7 +183,7 @@ class _Database:
                 self._damage = f"SQLite's quick_check: {problems}"
             self._checked = True
         if self._damage is not None:
-            raise DamagedStore(self.path.name, f"{self._damage}; run {run_id!r} was not written")
+            raise DamagedStore(self.name, f"{self._damage}; run {run_id!r} was not written")
         return self._run(function, run_id, *args)
 
     def _run(self, function: Callable[..., T], *args: Any) -> T:
@@ -181,27 +196,27 @@ class _Database:
             code = sql.primary_code(exc)
             if self._connection is not None and code == sql.SQLITE_NOTADB:
                 self.close()
-                raise NotAJournal(self.path.name, "SQLite says: file is not a database") from exc
+                raise NotAJournal(self.name, "SQLite says: file is not a database") from exc
             if code == sql.SQLITE_CORRUPT:
                 self._damage = self._damage or f"SQLite: {exc}"
-                raise DamagedStore(self.path.name, f"SQLite: {exc}") from exc
+                raise DamagedStore(self.name, f"SQLite: {exc}") from exc
             if code == sql.SQLITE_FULL:
-                raise StoreFull(self.path.name, f"SQLite: {exc}") from exc
+                raise StoreFull(self.name, f"SQLite: {exc}") from exc
             if code == sql.SQLITE_READONLY:
                 raise StoreUnavailable(
-                    self.path.name, f"this process may only read the file; SQLite says: {exc}"
+                    self.name, f"this process may only read the file; SQLite says: {exc}"
                 ) from exc
-            raise StoreUnavailable(self.path.name, f"{type(exc).__name__}: {exc}") from exc
+            raise StoreUnavailable(self.name, f"{type(exc).__name__}: {exc}") from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(self.path) or os.curdir, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             runlock.refuse_hard_links(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            sql.prepare(connection, self.path.name, self.durability)
+            sql.prepare(connection, self.name, self.durability)
         except BaseException:
             connection.close()
             raise

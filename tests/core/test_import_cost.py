@@ -11,8 +11,13 @@ import sys
 
 # Standard-library modules only some features use, each imported inside the code that needs it:
 # the event loop (the caller's, or a retry's sleep), the retry's jitter, the HTTP model and the
-# A2A client (sockets, TLS, logging, e-mail dates, base64), MCP servers (subprocess), the CLI.
+# A2A client (sockets, TLS, logging, e-mail dates, base64, URLs), MCP servers (subprocess), the
+# CLI and the run views (pathlib).
 ONLY_SOME_FEATURES = {
+    "fnmatch",
+    "ipaddress",
+    "pathlib",
+    "urllib",
     "argparse",
     "asyncio",
     "base64",
