@@ -2,6 +2,9 @@
 
     uv run --group bench python benchmarks/docs_check.py [--repeats 7] [--copies 1]
 
+    # nbmake also on two cores, as our check (pytest-xdist in a throwaway environment):
+    uv run --group bench --with pytest-xdist python benchmarks/docs_check.py --without-nbval
+
     # in an environment with exactly CI's packages plus nbval, apart from the project's .venv:
     UV_PROJECT_ENVIRONMENT=/tmp/bench-env uv run --exact --group bench \
         python benchmarks/docs_check.py
@@ -17,7 +20,8 @@ type (interpreter start-up included), alternating, `--repeats` times each:
   `--nbval-lax`, which only checks that no cell raises.
 
 - nbmake: `python -m pytest --nbmake` on the clean copies (it only checks that no cell
-  raises), when nbmake is installed.
+  raises), when nbmake is installed; with pytest-xdist installed too, also `-n 2` (two
+  workers, the cores our check uses).
 
 `--copies N` verifies every notebook N times over (as N differently named files), to see
 how both sides grow towards the sixteen notebooks of the curriculum. `measure` is the same
@@ -149,6 +153,9 @@ def measure(
         contenders["nbval --nbval-lax"] = ([*pytest, "--nbval-lax", *names], theirs)
     if importlib.util.find_spec("nbmake"):
         contenders["nbmake"] = ([*pytest, "--nbmake", *names], ours)
+        if importlib.util.find_spec("xdist"):  # `uv run --with pytest-xdist`: not in bench
+            # On as many cores as our check uses: two pytest workers, notebooks shared out.
+            contenders["nbmake -n 2"] = ([*pytest, "--nbmake", "-n", "2", *names], ours)
     times: dict[str, list[float]] = {name: [] for name in contenders}
     cpu: dict[str, list[float]] = {name: [] for name in contenders}
     for repeat in range(repeats):

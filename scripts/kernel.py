@@ -27,6 +27,13 @@ kernel is `python -m ipykernel_launcher`, started by jupyter_client's own kernel
 Either way every notebook gets a new process in which no other code has run, started in the
 notebook's folder (as in JupyterLab), with its own empty IPython directory (nobody's startup
 files or history run) and an environment without the variables that select a real model.
+`python -m scripts.update_pages` starts the warm parent before it imports nbclient, so the two
+imports overlap.
+
+In what order. `KERNELS_AT_ONCE` notebooks run at a time, the longest first by what each took
+the last time (`LAST_SECONDS`): the check ends when its longest notebook does, and one that
+starts last ends it alone. What a notebook does is its own cost, which any runner pays: the
+warm parent saves only the kernel's start-up, and the order only the idle cores at the end.
 """
 
 from __future__ import annotations
