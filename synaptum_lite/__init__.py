@@ -122,7 +122,8 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # Stores and reports load on first use. The SQLite store brings sqlite3 (and datetime):
     # 2-3 ms by python -X importtime, which a program on MemoryCheckpointer or PostgreSQL never
-    # needs (nor Pyodide, where sqlite3 is a package of its own). PostgreSQL is an optional extra: its module loads asyncio, and psycopg when used.
+    # needs (nor Pyodide, where sqlite3 is a package of its own). PostgreSQL is an optional
+    # extra: its module loads asyncio, and psycopg when used.
     if name == "SqliteCheckpointer":
         from .sqlite import SqliteCheckpointer
 

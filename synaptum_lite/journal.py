@@ -170,13 +170,15 @@ async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
 # own thread will wake it for, so nothing here is ever awaited across loops.
 
 
-@dataclass(eq=False, slots=True)
 class _Holder:
     """Who holds a run in this process: the event loop driving it, and, once its release has
     begun, an event of that loop set when the release is done."""
 
-    loop: Any
-    released: Any = None  # asyncio.Event, awaited only from `loop`
+    __slots__ = ("loop", "released")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.released: Any = None  # asyncio.Event, awaited only from `loop`
 
 
 _HELD_HERE: dict[tuple[str, str], _Holder] = {}

@@ -9,7 +9,6 @@ step of another kind at a journaled position.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect
@@ -29,14 +28,18 @@ from .journal import FORMAT_VERSION, Checkpointer
 from .messages import ToolCall
 
 
-@dataclass(slots=True)
 class StepHistory:
     """Everything the journal holds about one step."""
 
-    step_id: str
-    attempted: Step | None = None
-    completed: Step | None = None
-    decisions: list[Step] = field(default_factory=list)
+    # a plain class, not a dataclass: nothing compares or prints it, and @dataclass compiles
+    # its methods when the package is imported
+    __slots__ = ("step_id", "attempted", "completed", "decisions")
+
+    def __init__(self, step_id: str) -> None:
+        self.step_id = step_id
+        self.attempted: Step | None = None
+        self.completed: Step | None = None
+        self.decisions: list[Step] = []
 
     @property
     def kind(self) -> str:
