@@ -153,11 +153,14 @@ class Manejador(BaseHTTPRequestHandler):
         pass  # ni una línea por petición: el cuaderno lee la salida
 
     def _responde(self, codigo: int, cuerpo: bytes, tipo: str = "application/json") -> None:
-        self.send_response(codigo)
-        self.send_header("Content-Type", tipo)
-        self.send_header("Content-Length", str(len(cuerpo)))
-        self.end_headers()
-        self.wfile.write(cuerpo)
+        try:
+            self.send_response(codigo)
+            self.send_header("Content-Type", tipo)
+            self.send_header("Content-Length", str(len(cuerpo)))
+            self.end_headers()
+            self.wfile.write(cuerpo)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # quien preguntó ya no está (un proceso muerto a media petición): nadie oye
 
     def _json(self, datos: Any, codigo: int = 200) -> None:
         self._responde(codigo, json.dumps(datos, ensure_ascii=False).encode())
@@ -186,6 +189,8 @@ class Manejador(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - nombre de http.server
         largo = int(self.headers.get("Content-Length", "0"))
         cuerpo = self.rfile.read(largo)
+        if len(cuerpo) < largo:
+            return  # el cliente murió a media petición: nunca llegó entera, y no se cuenta
         if self.path != "/a2a":
             self._json({"error": f"no hay nada en {self.path}"}, 404)
             return
