@@ -2,9 +2,6 @@
 
     uv run --group bench python benchmarks/docs_check.py [--repeats 7] [--copies 1]
 
-    # nbmake also on two cores, as our check (pytest-xdist in a throwaway environment):
-    uv run --group bench --with pytest-xdist python benchmarks/docs_check.py --without-nbval
-
     # in an environment with exactly CI's packages plus nbval, apart from the project's .venv:
     UV_PROJECT_ENVIRONMENT=/tmp/bench-env uv run --exact --group bench \
         python benchmarks/docs_check.py
@@ -153,7 +150,7 @@ def measure(
         contenders["nbval --nbval-lax"] = ([*pytest, "--nbval-lax", *names], theirs)
     if importlib.util.find_spec("nbmake"):
         contenders["nbmake"] = ([*pytest, "--nbmake", *names], ours)
-        if importlib.util.find_spec("xdist"):  # `uv run --with pytest-xdist`: not in bench
+        if importlib.util.find_spec("xdist"):  # pytest-xdist, in the bench group
             # On as many cores as our check uses: two pytest workers, notebooks shared out.
             contenders["nbmake -n 2"] = ([*pytest, "--nbmake", "-n", "2", *names], ours)
     times: dict[str, list[float]] = {name: [] for name in contenders}
