@@ -16,13 +16,11 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import multiprocessing
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,8 @@ import pytest
 
 from scripts.kernel import MODEL_VARIABLE_PREFIXES
 from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, how_to_run, property_notebooks
+
+from .papermill_runs import execute, notebook, on_the_double
 
 #: The cell every notebook runs right after its `parameters` cell.
 VALIDATION_CELL = "comprobar-parametros"
@@ -126,11 +126,6 @@ CASES = [
 ]
 
 
-def notebook(number: str) -> Path:
-    (path,) = PROPERTY_NOTEBOOKS.glob(f"{number}_*.ipynb")
-    return path
-
-
 def cells(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
@@ -189,21 +184,12 @@ def prepare(case: Case, workdir: Path) -> dict[str, Any]:
 
 
 def run_case(case: Case) -> Outcome:
-    import papermill
-
     workdir = Path(tempfile.mkdtemp(prefix=f"parametros-{case.notebook}-"))
     parameters = prepare(case, workdir)
     output = workdir / "salida.ipynb"
     outcome = Outcome(parameters)
-    try:
-        papermill.execute_notebook(
-            str(notebook(case.notebook)),
-            str(output),
-            parameters=parameters,
-            cwd=str(PROPERTY_NOTEBOOKS),  # as the page's --cwd notebooks/propiedades
-            progress_bar=False,
-        )
-    except papermill.PapermillExecutionError as error:
+    error = execute(notebook(case.notebook), output, parameters)
+    if error is not None:
         outcome.error = Failure(error.ename, error.evalue, error.traceback, str(error))
     executed = cells(output)
     outcome.printed = [
@@ -219,15 +205,8 @@ def run_case(case: Case) -> Outcome:
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, Outcome]:
-    """Every case through papermill, four at a time, without the variables that pick a real
-    model (the notebooks answer from their scripts, as in the docs check)."""
-    with pytest.MonkeyPatch.context() as environment:
-        for name in list(os.environ):
-            if name.startswith(MODEL_VARIABLE_PREFIXES):
-                environment.delenv(name)
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=4, mp_context=spawn) as pool:
-            return dict(zip((c.id for c in CASES), pool.map(run_case, CASES), strict=True))
+    """Every case through papermill (`on_the_double`)."""
+    return dict(zip((c.id for c in CASES), on_the_double(run_case, CASES), strict=True))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.refused is None], ids=lambda c: c.id)

@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import multiprocessing
 import os
 import re
 import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,14 +44,14 @@ from typing import Any
 import pytest
 
 from scripts.claims import RECORD_FOLDER_VARIABLE, blocks, read_recorded
-from scripts.kernel import MODEL_VARIABLE_PREFIXES
 from scripts.pages import (
     NOTEBOOKS,
-    PROPERTY_NOTEBOOKS,
     expected_block,
     property_notebooks,
     source_of,
 )
+
+from .papermill_runs import execute, notebook, on_the_double
 
 #: The ids of the Markdown cell of the experiments and of the code cell every property
 #: notebook ends with, the one that checks them.
@@ -310,11 +308,6 @@ class Resultado:
     carpeta: Path  # scratch space of this run (where a changed copy of the notebook lives)
 
 
-def notebook(number: str) -> Path:
-    (path,) = PROPERTY_NOTEBOOKS.glob(f"{number}_*.ipynb")
-    return path
-
-
 def read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -339,8 +332,6 @@ def with_the_line_changed(experimento: Experimento, folder: Path) -> Path:
 
 
 def run(experimento: Experimento) -> Resultado:
-    import papermill
-
     folder = Path(tempfile.mkdtemp(prefix=f"pruebalo-{experimento.cuaderno}-"))
     claims = folder / "afirmaciones"
     claims.mkdir()
@@ -350,15 +341,8 @@ def run(experimento: Experimento) -> Resultado:
         source = with_the_line_changed(experimento, folder)
     output = folder / "salida.ipynb"
     error, fallo = None, None
-    try:
-        papermill.execute_notebook(
-            str(source),
-            str(output),
-            parameters=experimento.parametros,
-            cwd=str(PROPERTY_NOTEBOOKS),  # as the page's --cwd notebooks/propiedades
-            progress_bar=False,
-        )
-    except papermill.PapermillExecutionError as failure:
+    failure = execute(source, output, experimento.parametros)
+    if failure is not None:
         error = str(failure)
         raised = next(
             (
@@ -390,14 +374,8 @@ def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
         if "experimento" in getattr(getattr(item, "callspec", None), "params", {})
     }
     selected = [e for e in EXPERIMENTOS if e.claim in wanted]
-    with pytest.MonkeyPatch.context() as environment:
-        for name in list(os.environ):
-            if name.startswith(MODEL_VARIABLE_PREFIXES):
-                environment.delenv(name)
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=4, mp_context=spawn) as pool:
-            done = pool.map(run, selected)
-            return dict(zip((e.claim for e in selected), done, strict=True))
+    done = on_the_double(run, selected)
+    return dict(zip((e.claim for e in selected), done, strict=True))
 
 
 # ── What each experiment promises ───────────────────────────────────────────────────────
