@@ -13,12 +13,13 @@ Per contender, N and repeat, three fresh stores:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,15 @@ class Stores:
             return f"{self.postgres_url}#bench_{contender.key}_{self.count}"
         return str(self.scratch / f"{contender.key}-{self.count}.db")
 
+    @contextlib.contextmanager
+    def fresh(self, contender: Contender) -> Iterator[str]:
+        """A new store, discarded when the block ends."""
+        store = self.new(contender)
+        try:
+            yield store
+        finally:
+            self.discard(contender, store)
+
     def discard(self, contender: Contender, store: str) -> None:
         if contender.store == "postgres":
             call(contender, "discard", 0, store)
@@ -141,25 +151,14 @@ class Stores:
 def measure_once(contender: Contender, n: int, stores: Stores) -> dict[str, Any]:
     """One repeat of the three measurements, at one N. `half` steps are done before a kill."""
     half = n // 2
-    store = stores.new(contender)
-    try:
+    with stores.fresh(contender) as store:
         ran = call(contender, "run", n, store)
-    finally:
-        stores.discard(contender, store)
-
-    store = stores.new(contender)
-    try:
+    with stores.fresh(contender) as store:
         kill_at_half(contender, n, store)
         resumed = call(contender, "resume", n, store)
-    finally:
-        stores.discard(contender, store)
-
-    store = stores.new(contender)
-    try:
+    with stores.fresh(contender) as store:
         kill_at_half(contender, n, store)
         racers = race(contender, n, store)
-    finally:
-        stores.discard(contender, store)
 
     # Before the kill: `half` tool runs and `half` model calls answered (the call of turn
     # half + 1 was in flight). The whole run needs N tool runs and N + 1 model calls.

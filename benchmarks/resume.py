@@ -38,12 +38,9 @@ def main() -> None:
             for n in options.sizes:
                 shift = repeat % len(contenders)
                 for contender in contenders[shift:] + contenders[:shift]:
-                    store = stores.new(contender)
-                    try:
+                    with stores.fresh(contender) as store:
                         kill_at_half(contender, n, store)
                         resumed = call(contender, "resume", n, store)
-                    finally:
-                        stores.discard(contender, store)
                     times.setdefault((contender.key, n), []).append(resumed["first_call_s"] * 1000)
     print(f"first call after a kill at N/2, ms (medians of {options.repeats}; min-max)")
     for n in options.sizes:
