@@ -80,28 +80,11 @@ class Estado:
             and self.modo != "eterna"
         ):
             if self.modo in ("pregunta", "autoriza"):
-                tarea["status"] = {
-                    "state": "TASK_STATE_INPUT_REQUIRED"
-                    if self.modo == "pregunta"
-                    else "TASK_STATE_AUTH_REQUIRED",
-                    "message": {
-                        "messageId": f"{id_}/pregunta",
-                        "role": "ROLE_AGENT",
-                        "parts": [{"text": PREGUNTA}],
-                    },
-                    "timestamp": _ahora(),
-                }
+                estado = "INPUT_REQUIRED" if self.modo == "pregunta" else "AUTH_REQUIRED"
+                tarea["status"] = _estado_con_mensaje(estado, f"{id_}/pregunta", PREGUNTA)
                 return tarea
             if self.modo == "falla":
-                tarea["status"] = {
-                    "state": "TASK_STATE_FAILED",
-                    "message": {
-                        "messageId": f"{id_}/fallo",
-                        "role": "ROLE_AGENT",
-                        "parts": [{"text": FALLO}],
-                    },
-                    "timestamp": _ahora(),
-                }
+                tarea["status"] = _estado_con_mensaje("FAILED", f"{id_}/fallo", FALLO)
                 return tarea
             tarea["status"] = {"state": "TASK_STATE_COMPLETED", "timestamp": _ahora()}
             tarea["artifacts"] = [{"artifactId": "recomendacion", "parts": [{"text": RESPUESTA}]}]
@@ -309,6 +292,15 @@ class Manejador(BaseHTTPRequestHandler):
                 {"tasks": tareas, "nextPageToken": "", "pageSize": 50, "totalSize": len(tareas)},
             )
         return _error(id_, -32601, f"método desconocido: {metodo}")
+
+
+def _estado_con_mensaje(estado: str, id_mensaje: str, texto: str) -> dict[str, Any]:
+    """El estado `TASK_STATE_<estado>` de una tarea, con lo que el agente dice de él."""
+    return {
+        "state": f"TASK_STATE_{estado}",
+        "message": {"messageId": id_mensaje, "role": "ROLE_AGENT", "parts": [{"text": texto}]},
+        "timestamp": _ahora(),
+    }
 
 
 def _resultado(id_: Any, resultado: Any) -> dict[str, Any]:
