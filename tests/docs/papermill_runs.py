@@ -1,5 +1,15 @@
 """Running property notebooks as a learner does with papermill: by number, from their folder,
-several at once, on the scripted double (`test_parametros.py`, `test_pruebalo.py`)."""
+several at once, on the scripted double (`test_parametros.py`, `test_pruebalo.py`).
+
+One thing differs from the learner's command: the kernel's sockets. jupyter_client gives a TCP
+kernel five ports it found free by binding and releasing them, and the kernel binds them again
+a moment later; with four kernels starting at once, another one can take a port in between, and
+that kernel dies with `ZMQError: Address already in use` before it answers (2 in 400 starts, 8
+at a time, on this machine; once in CI). Here each kernel's sockets are files in its run's own
+folder (IPC transport, as in the docs check): nothing to find, nothing to share. The notebook,
+the kernel and papermill are the learner's; `test_parametros.py` also runs the page's own
+papermill command, as typed, over TCP.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +36,15 @@ def notebook(number: str) -> Path:
 
 
 def execute(source: Path, output: Path, parameters: dict[str, Any]) -> Any:
-    """Run `source` with `parameters` into `output`; papermill's error if a cell raised."""
+    """Run `source` with `parameters` into `output`; papermill's error if a cell raised.
+
+    The kernel's sockets are files next to `output` (`output`'s folder is the run's own)."""
     import papermill
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelOverIpc(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(transport="ipc", ip=str(output.parent / "kernel"), **kwargs)
 
     try:
         papermill.execute_notebook(
@@ -36,6 +53,7 @@ def execute(source: Path, output: Path, parameters: dict[str, Any]) -> Any:
             parameters=parameters,
             cwd=str(PROPERTY_NOTEBOOKS),  # as the page's --cwd notebooks/propiedades
             progress_bar=False,
+            kernel_manager_class=KernelOverIpc,
         )
     except papermill.PapermillExecutionError as error:
         return error
