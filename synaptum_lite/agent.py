@@ -42,7 +42,7 @@ from .policy import Action
 from .replay import Journal
 from .session import Session
 from .steps import RunPass
-from .tools import Risk, Tool
+from .tools import TOOL_NAME, Risk, Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +79,30 @@ class Agent:
         delegates: Iterable[Agent] = (),
         description: str | None = None,
     ) -> None:
+        for what, value in (("name", name), ("model", model)):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigurationError(
+                    f"agent {name!r}: {what} must be a non-empty str, got {value!r}"
+                )
+        if not isinstance(instructions, str):
+            raise ConfigurationError(
+                f"agent {name!r}: instructions must be a str (the system prompt), got "
+                f"{type(instructions).__name__} {instructions!r:.80}"
+            )
+        if description is not None and not isinstance(description, str):
+            raise ConfigurationError(
+                f"agent {name!r}: description must be a str or None, got {description!r:.80}"
+            )
+        if isinstance(tools, (str, bytes, Tool)) or not isinstance(tools, Iterable):
+            raise ConfigurationError(
+                f"agent {name!r}: tools must be a list of tools, got {tools!r:.80}; pass "
+                "tools=[...] (or nothing, for none)"
+            )
+        if isinstance(delegates, (str, bytes, Agent)) or not isinstance(delegates, Iterable):
+            raise ConfigurationError(
+                f"agent {name!r}: delegates must be a list of agents, got {delegates!r:.80}; "
+                "pass delegates=[...] (or nothing, for none)"
+            )
         self.name = name
         self.model = model
         self.instructions = instructions
@@ -102,12 +126,25 @@ class Agent:
                 raise ConfigurationError(
                     f"agent {name!r}: two tools or delegates are named {delegate.name!r}"
                 )
+            if not TOOL_NAME.fullmatch(delegate.name) or not delegate.description:
+                raise ConfigurationError(
+                    f"agent {name!r}: delegate {delegate.name!r} is shown to the model as a "
+                    "tool, named by its name and described by its description (or its "
+                    "instructions' first line); "
+                    + (
+                        "a model API accepts only letters A-Z, digits, '_' and '-' (1 to 64) "
+                        "in a tool's name: rename the delegate"
+                        if not TOOL_NAME.fullmatch(delegate.name)
+                        else "it has no description and no instructions: give it description=..."
+                    )
+                )
             self.delegates[delegate.name] = delegate
-        self.description = description or instructions.strip().splitlines()[0]
+        lines = instructions.strip().splitlines()
+        self.description: str = description or (lines[0] if lines else "")
         self._output = OutputFormat(name, output)
-        if max_steps < 1:
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigurationError(
-                f"agent {name!r}: max_steps must be at least 1, got {max_steps}"
+                f"agent {name!r}: max_steps must be a whole number, at least 1; got {max_steps!r}"
             )
         if max_tool_output is not None and (
             isinstance(max_tool_output, bool)

@@ -48,8 +48,26 @@ class RetryPolicy:
     random: Callable[[], float] = field(default=_jitter, compare=False)
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ConfigurationError(
+                f"max_attempts must be a whole number, at least 1 (1: no retry); got {attempts!r}"
+            )
+        for name in ("base", "cap"):
+            seconds = getattr(self, name)
+            # NaN fails both comparisons: a wait that is no number of seconds
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, (int, float))
+                or not (0 <= seconds < float("inf"))
+            ):
+                raise ConfigurationError(
+                    f"{name} must be a finite number of seconds, 0 or more; got {seconds!r}"
+                )
+        if not callable(self.random):
+            raise ConfigurationError(
+                f"random must be a function returning a number in [0, 1), got {self.random!r}"
+            )
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait after failed attempt number `attempt`."""
@@ -93,6 +111,27 @@ class Session:
         if not isinstance(self.run_id, str) or not self.run_id:
             raise ConfigurationError(f"run_id must be a non-empty string, got {self.run_id!r}")
         _check_text("run_id", self.run_id)
+        # each refused now, by name, rather than as an AttributeError in the middle of a run
+        for role, value, needs in (
+            ("gateway", self.gateway, ("complete", "stream", "call_tool", "review")),
+            ("checkpointer", self.checkpointer, ("hold", "load", "start", "append", "records")),
+        ):
+            missing = [name for name in needs if not callable(getattr(value, name, None))]
+            if missing:
+                raise ConfigurationError(
+                    f"run {self.run_id!r}: the {role} {value!r:.80} is not a {role.title()} "
+                    f"(it has no {', '.join(missing)}); pass one, such as "
+                    + ("LocalGateway(...)" if role == "gateway" else "SqliteCheckpointer(path)")
+                )
+        if not isinstance(self.retry, RetryPolicy):
+            raise ConfigurationError(
+                f"run {self.run_id!r}: retry must be a RetryPolicy, got {self.retry!r:.80}"
+            )
+        for role in ("sleep", "clock"):
+            if not callable(getattr(self, role)):
+                raise ConfigurationError(
+                    f"run {self.run_id!r}: {role} must be a function, got {getattr(self, role)!r}"
+                )
 
     async def record_result(self, step_id: str, result: Any, *, by: str) -> None:
         """Record what an uncertain tool step returned, as found out by `by` (a person).

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import inspect
 import json
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,9 +134,41 @@ def tool(
     """
 
     def decorate(fn: Callable[..., Any]) -> Tool:
-        return _build(fn, name or fn.__name__, Risk(risk), idempotent)
+        if not callable(fn):
+            raise ToolDefinitionError(repr(fn), "it is not callable; decorate a function")
+        called = _tool_name(fn, name)
+        if not isinstance(risk, Risk):
+            raise ToolDefinitionError(
+                called,
+                f"risk={risk!r} is not a Risk; declare one of "
+                + ", ".join(f"Risk.{r.name}" for r in Risk),
+            )
+        if not isinstance(idempotent, bool):
+            # a truthy "no" would let a resume run the tool again without asking
+            raise ToolDefinitionError(
+                called, f"idempotent={idempotent!r} is not True or False; declare a bool"
+            )
+        return _build(fn, called, risk, idempotent)
 
     return decorate(function) if function is not None else decorate
+
+
+#: What a model API accepts as a tool's name (OpenAI's rule; Anthropic's is the same).
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tool_name(fn: Callable[..., Any], name: Any) -> str:
+    """The name a tool is shown under: `name`, or the function's own; one a model API takes."""
+    own = getattr(fn, "__name__", None)
+    own = own if isinstance(own, str) else repr(fn)
+    chosen, where = (own, "its function's name") if name is None else (name, f"name={name!r}")
+    if not isinstance(chosen, str) or not TOOL_NAME.fullmatch(chosen):
+        raise ToolDefinitionError(
+            own,
+            f"{where} is not a name a model API accepts (letters A-Z, digits, '_' and '-', 1 to "
+            "64 of them); pass one as @tool(name=...)",
+        )
+    return chosen
 
 
 def _build(fn: Callable[..., Any], name: str, risk: Risk, idempotent: bool) -> Tool:
@@ -150,7 +183,13 @@ def _build(fn: Callable[..., Any], name: str, risk: Risk, idempotent: bool) -> T
     required: list[str] = []
     converters: dict[str, Callable[[Any], Any]] = {}
     context_parameter = None
-    for parameter in inspect.signature(fn).parameters.values():
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:  # a builtin or a class without a Python signature
+        raise ToolDefinitionError(
+            name, f"its signature cannot be read ({exc}); wrap it in a typed function"
+        ) from None
+    for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise ToolDefinitionError(
                 name, f"*{parameter.name} cannot be described; name each argument"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +15,11 @@ from synaptum_lite import (
     CorruptJournal,
     MemoryCheckpointer,
     NotAJournal,
+    RetryPolicy,
     Risk,
     Session,
     SqliteCheckpointer,
+    ToolDefinitionError,
     ToolResultNotSerializable,
     ToolStep,
     UnsupportedFormat,
@@ -212,3 +215,118 @@ def test_a_tool_output_cap_that_is_not_a_count_of_characters_is_refused_naming_i
     with pytest.raises(ConfigurationError, match="max_tool_output") as refused:
         Agent("a", model="m", instructions="i", max_tool_output=cap)
     assert repr(cap) in str(refused.value)
+
+
+def _tool_function(x: int) -> int:
+    """Doubles x."""
+    return 2 * x
+
+
+def _añadir(x: int) -> int:
+    """Adds."""
+    return x
+
+
+@pytest.mark.parametrize(
+    ("declared", "named"),
+    [
+        ({"idempotent": "no"}, "idempotent='no'"),  # truthy: a resume would run it again
+        ({"idempotent": 1}, "idempotent=1"),
+        ({"risk": "read"}, "risk='read'"),
+        ({"risk": 0}, "risk=0"),
+        ({"name": ""}, "name=''"),
+        ({"name": "buscar vuelos"}, "name='buscar vuelos'"),
+        ({"name": "x" * 65}, "name='" + "x" * 65 + "'"),
+        ({"name": 3}, "name=3"),
+    ],
+)
+def test_a_tool_declared_with_a_value_it_cannot_mean_is_refused_naming_the_value(declared, named):
+    with pytest.raises(ToolDefinitionError) as refused:
+        tool(_tool_function, **declared)
+    message = str(refused.value)
+    assert named in message
+    assert "_tool_function" in message
+    assert ("declare" in message) or ("pass one" in message)
+
+
+def test_a_tool_whose_function_a_model_api_cannot_name_or_describe_is_refused_at_once():
+    with pytest.raises(ToolDefinitionError, match="@tool\\(name=...\\)") as refused:
+        tool(_añadir)
+    assert "'_añadir'" in str(refused.value)
+    assert tool(_añadir, name="anadir").name == "anadir"
+    with pytest.raises(ToolDefinitionError, match="signature cannot be read"):
+        tool(int)
+    with pytest.raises(ToolDefinitionError, match="not callable"):
+        tool("buscar")  # type: ignore[arg-type]
+    assert tool(_tool_function, risk=Risk.READ, idempotent=True).idempotent is True
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"max_steps": 2.5}, "max_steps must be a whole number, at least 1; got 2.5"),
+        ({"max_steps": "3"}, "max_steps must be a whole number, at least 1; got '3'"),
+        ({"max_steps": True}, "max_steps must be a whole number, at least 1; got True"),
+        ({"max_steps": 0}, "max_steps must be a whole number, at least 1; got 0"),
+        ({"name": ""}, "name must be a non-empty str, got ''"),
+        ({"name": 3}, "name must be a non-empty str, got 3"),
+        ({"model": None}, "model must be a non-empty str, got None"),
+        ({"instructions": None}, "instructions must be a str"),
+        ({"tools": None}, "tools must be a list of tools, got None"),
+        ({"tools": "buscar"}, "tools must be a list of tools, got 'buscar'"),
+        ({"description": 5}, "description must be a str or None, got 5"),
+    ],
+)
+def test_an_agent_built_with_a_value_it_cannot_use_is_refused_naming_it(arguments, named):
+    given: dict[str, Any] = {"name": "a", "model": "m", "instructions": "i", **arguments}
+    with pytest.raises(ConfigurationError) as refused:
+        Agent(given.pop("name"), **given)
+    assert named in str(refused.value)
+
+
+def test_an_agent_without_instructions_is_built_and_cannot_be_a_delegate_without_a_description():
+    quiet = Agent("silencioso", model="m", instructions="")
+    assert quiet.description == ""
+    with pytest.raises(ConfigurationError, match="give it description=") as refused:
+        Agent("a", model="m", instructions="i", delegates=[quiet])
+    assert "'silencioso'" in str(refused.value)
+    described = Agent("silencioso", model="m", instructions="", description="Calla.")
+    assert Agent("a", model="m", instructions="i", delegates=[described]).delegates
+    with pytest.raises(ConfigurationError, match="rename the delegate"):
+        spaced = Agent("b c", model="m", instructions="i")
+        Agent("a", model="m", instructions="i", delegates=[spaced])
+    with pytest.raises(ConfigurationError, match="delegates must be a list of agents"):
+        Agent("a", model="m", instructions="i", delegates=described)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"max_attempts": 2.5}, "max_attempts must be a whole number, at least 1"),
+        ({"max_attempts": "3"}, "got '3'"),
+        ({"base": -1}, "base must be a finite number of seconds, 0 or more; got -1"),
+        ({"cap": float("nan")}, "cap must be a finite number of seconds, 0 or more; got nan"),
+        ({"cap": float("inf")}, "got inf"),
+        ({"random": 0.5}, "random must be a function"),
+    ],
+)
+def test_a_retry_policy_that_cannot_mean_a_wait_is_refused_naming_it(arguments, named):
+    with pytest.raises(ConfigurationError) as refused:
+        RetryPolicy(**arguments)
+    assert named in str(refused.value)
+
+
+def test_a_session_without_a_gateway_or_a_checkpointer_is_refused_before_anything_runs(
+    tmp_path: Path,
+):
+    gateway, store = ScriptedGateway([says("hecho")]), SqliteCheckpointer(tmp_path / "runs.db")
+    with pytest.raises(ConfigurationError, match="the gateway None is not a Gateway") as refused:
+        Session("r", None, store)  # type: ignore[arg-type]
+    assert "LocalGateway(...)" in str(refused.value)
+    with pytest.raises(ConfigurationError, match="has no hold, load, start, append, records"):
+        Session("r", gateway, str(tmp_path / "runs.db"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="retry must be a RetryPolicy, got 3"):
+        Session("r", gateway, store, retry=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="sleep must be a function"):
+        Session("r", gateway, store, sleep=0)  # type: ignore[arg-type]
+    assert not (tmp_path / "runs.db").exists()  # nothing was created by a refused session
