@@ -129,8 +129,11 @@ def tool(
 
     `risk` and `idempotent` are declarations: a tool that is safe to run twice says
     `idempotent=True`; undeclared tools are treated as destructive and not idempotent.
-    Raises `ToolDefinitionError` at decoration time for a parameter without a type, a type
-    that has no JSON schema, or a missing docstring.
+    The tool is shown under `name` (by default the function's name), which must be one a
+    model API accepts: letters A-Z, digits, `_` and `-`, 1 to 64 of them. Raises
+    `ToolDefinitionError` at decoration time for such a name, a `risk` that is not a `Risk`,
+    an `idempotent` that is not a bool, a parameter without a type, a type that has no JSON
+    schema, or a missing docstring.
     """
 
     def decorate(fn: Callable[..., Any]) -> Tool:
