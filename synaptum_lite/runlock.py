@@ -2,7 +2,7 @@
 
 The store uses five names: `enter_file` (this process's counted handle on a file), `lock_run`
 (hold a run of that file, or None when another driver holds it), `leave_file`,
-`refuse_hard_links`, and `close_collected` (a finalizer's close that must not wait for this
+`refuse_odd_files`, and `close_collected` (a finalizer's close that must not wait for this
 module's lock).
 
 A run's lock is taken on the journal file, not on a file beside it: every name of the file
@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat as _stat
 import struct
 import sys
 import threading
@@ -102,7 +103,7 @@ def enter_file(database: FilePath, run_id: str = "") -> LockedFile:
     with _FILES_LOCK:
         try:
             stat = os.stat(database)
-            refuse_hard_links(database, stat)
+            refuse_odd_files(database, stat)
             key = _identity(stat)
         except FileNotFoundError:
             key = None
@@ -131,11 +132,24 @@ def leave_file(locked: LockedFile) -> None:
     _close_unreachable()
 
 
-def refuse_hard_links(database: FilePath, stat: os.stat_result) -> None:
-    """Raise `ConfigurationError` when the file has more than one name (see the docstring)."""
+def refuse_odd_files(database: FilePath, stat: os.stat_result) -> None:
+    """Raise `ConfigurationError` when `database` is not one plain file with one name: a
+    folder, a device or a pipe (SQLite would hang on a pipe, and lose everything written to
+    /dev/null), or a file with several hard links (see the docstring)."""
+    name = _name(database)
+    if _stat.S_ISDIR(stat.st_mode):
+        raise ConfigurationError(
+            f"the journal {name} is a folder, not a file; nothing was opened: give the path of "
+            f"a journal file, such as {name}/runs.db (a new name creates one)"
+        )
+    if not _stat.S_ISREG(stat.st_mode):
+        raise ConfigurationError(
+            f"the journal {name} is not a regular file (a device, a pipe or a socket); nothing "
+            "was opened: give the path of a journal file (a new name creates one)"
+        )
     if stat.st_nlink > 1:
         raise ConfigurationError(
-            f"the journal {_name(database)} has {stat.st_nlink} names (hard links); SQLite keeps "
+            f"the journal {name} has {stat.st_nlink} names (hard links); SQLite keeps "
             "its write-ahead log beside each name, so each name would see another journal: "
             "remove the other links and use one name (a symlink is fine)"
         )

@@ -63,9 +63,10 @@ class SqliteCheckpointer:
                 "durability must be 'full' (survives power loss) or 'normal' (faster), "
                 f"got {durability!r}"
             )
-        self._path = os.fspath(path)
+        self._path = journal_path(path)
         self.durability = durability
-        self._database = _Database(self._path, durability)
+        # errors name the file as it was given (a symlink's own name, say)
+        self._database = _Database(self._path, os.path.basename(os.fspath(path)), durability)
         self._serialized = threading.Lock()
         # the connection ends with its store
         weakref.finalize(self, runlock.close_collected, self._database.close)
@@ -80,7 +81,7 @@ class SqliteCheckpointer:
         return Path(self._path)
 
     def __repr__(self) -> str:
-        return f"SqliteCheckpointer({os.path.basename(self._path)!r})"
+        return f"SqliteCheckpointer({self._database.name!r})"
 
     # ── the protocol ──────────────────────────────────────────────────────────────────────
 
@@ -135,13 +136,42 @@ class SqliteCheckpointer:
             return function(*args)
 
 
+def journal_path(path: str | os.PathLike[str]) -> str:
+    """The journal file's real path, resolved once: the run lock and SQLite must open the same
+    file for as long as the store lives, whatever happens to the working folder or to a
+    symlink on the way afterwards (a relative path read at each use would lock one file and
+    write another once the process changes folder). An absolute path is also never read by
+    SQLite as a URI. Raises `ConfigurationError` for what names no file of its own."""
+    given = os.fspath(path)
+    problem = None
+    if not isinstance(given, str) or not given:
+        problem = "it names no file"
+    elif given == ":memory:":
+        problem = (
+            "SQLite would keep that journal in this connection's memory and lose it when the "
+            "process ends; use MemoryCheckpointer for a journal in memory"
+        )
+    elif given.startswith("file:"):
+        problem = (
+            "it is a URI, and the run lock and SQLite would open two different files; "
+            "give the file's path"
+        )
+    elif given.endswith(("/", os.sep)) or (os.altsep and given.endswith(os.altsep)):
+        problem = "it names a folder; give the path of a file inside it, such as runs.db"
+    if problem is not None:
+        raise ConfigurationError(
+            f"SqliteCheckpointer needs a journal file's path, got {given!r}: {problem}"
+        )
+    return os.path.realpath(given)
+
+
 class _Database:
     """The connection, and what SQLite's errors mean; its checkpointer calls it one call at a
     time, and the statements are in `sqlite_schema.py`."""
 
-    def __init__(self, path: str, durability: str) -> None:
+    def __init__(self, path: str, name: str, durability: str) -> None:
         self.path = path
-        self.name = os.path.basename(path)  # as errors show it
+        self.name = name  # as errors show it
         self.durability = durability
         self._connection: sqlite3.Connection | None = None
         self._file: runlock.LockedFile | None = None  # keeps the lock descriptor open (runlock.py)
@@ -213,7 +243,7 @@ class _Database:
             return self._connection
         os.makedirs(os.path.dirname(self.path) or os.curdir, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            runlock.refuse_hard_links(self.path, os.stat(self.path))
+            runlock.refuse_odd_files(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             sql.prepare(connection, self.name, self.durability)
