@@ -139,7 +139,7 @@ class Session:
         The resumed run treats it as the step's result and never runs the tool.
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
-        _check_text("by", by)
+        _check_person(self.run_id, step_id, by)
         try:
             result_text = ToolResult(to_result_text(result))
         except (TypeError, ValueError) as exc:
@@ -159,7 +159,7 @@ class Session:
 
         Raises `NothingToResolve` when the step is not attempted-and-uncompleted.
         """
-        _check_text("by", by)
+        _check_person(self.run_id, step_id, by)
         async with self.checkpointer.hold(self.run_id):
             pending = await self._uncertain(step_id)
             decision: Decision = {"action": "retry", "by": by}
@@ -175,8 +175,17 @@ class Session:
         and a later decision supersedes this one. Raises `NothingToResolve` when the step is
         not an approval request waiting for a decision.
         """
-        _check_text("by", by)
+        _check_person(self.run_id, step_id, by)
         _check_text("note", note)
+        if not isinstance(note, str):
+            raise ConfigurationError(f"note must be text, got {note!r:.80}")
+        for name, value in (("granted", granted), ("final", final)):
+            if not isinstance(value, bool):
+                # a truthy granted="no" would let the call run
+                raise ConfigurationError(
+                    f"run {self.run_id!r}, step {step_id!r}: {name} must be True or False, got "
+                    f"{value!r:.80}; nothing was decided"
+                )
         async with self.checkpointer.hold(self.run_id):
             history = await self._history(step_id)
             request = history.attempted if history is not None else None
@@ -213,6 +222,20 @@ class Session:
 
     async def _append(self, event: Step) -> None:
         await self.checkpointer.append(self.run_id, [event])
+
+
+def _check_person(run_id: str, step_id: Any, by: Any) -> None:
+    """Refuse a decision that does not say which step, or who took it: a journal keeps both."""
+    if not isinstance(step_id, str):
+        raise ConfigurationError(
+            f"run {run_id!r}: the step id must be text such as '000003-tool', got {step_id!r:.80}"
+        )
+    if not isinstance(by, str) or not by.strip():
+        raise ConfigurationError(
+            f"run {run_id!r}, step {step_id!r}: by must name who decides (a person, as text), "
+            f"got {by!r:.80}; nothing was recorded"
+        )
+    _check_text("by", by)
 
 
 def _check_text(name: str, value: str) -> None:

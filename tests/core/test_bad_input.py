@@ -11,6 +11,7 @@ import pytest
 
 from synaptum_lite import (
     Agent,
+    ApprovalStep,
     ConfigurationError,
     CorruptJournal,
     MemoryCheckpointer,
@@ -23,6 +24,7 @@ from synaptum_lite import (
     ToolResultNotSerializable,
     ToolStep,
     UnsupportedFormat,
+    Verdict,
     load_events,
     tool,
 )
@@ -330,3 +332,40 @@ def test_a_session_without_a_gateway_or_a_checkpointer_is_refused_before_anythin
     with pytest.raises(ConfigurationError, match="sleep must be a function"):
         Session("r", gateway, store, sleep=0)  # type: ignore[arg-type]
     assert not (tmp_path / "runs.db").exists()  # nothing was created by a refused session
+
+
+def test_a_decision_that_does_not_say_yes_or_no_or_who_is_refused_and_nothing_is_recorded(
+    tmp_path: Path,
+):
+    @tool(risk=Risk.HARD_WRITE)
+    def transferir(euros: int) -> str:
+        """Moves money."""
+        raise AssertionError("nobody granted this call")
+
+    gateway = ScriptedGateway(
+        [calls("transferir", euros=80), says("hecho")],
+        policy=lambda p: Verdict.require_approval("mueve dinero") if p.tool else Verdict.allow(),
+    )
+    agent = Agent("a", model="m", instructions="i", tools=[transferir])
+    session = Session("r", gateway, SqliteCheckpointer(tmp_path / "runs.db"))
+    [*_, pending] = run(_consume(agent.run("t", session=session)))
+    assert isinstance(pending, ApprovalStep) and pending.pending
+    before = run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r"))
+    for arguments, named in [
+        ({"granted": "no", "by": "ana"}, "granted must be True or False, got 'no'"),
+        ({"granted": 1, "by": "ana"}, "granted must be True or False, got 1"),
+        ({"granted": False, "final": "yes", "by": "ana"}, "final must be True or False"),
+        ({"granted": False, "by": ""}, "by must name who decides"),
+        ({"granted": False, "by": None}, "by must name who decides"),
+        ({"granted": False, "by": "ana", "note": 3}, "note must be text, got 3"),
+    ]:
+        with pytest.raises(ConfigurationError) as refused:
+            run(session.decide(pending.step_id, **arguments))
+        assert named in str(refused.value)
+    with pytest.raises(ConfigurationError, match="the step id must be text"):
+        run(session.allow_retry(1, by="ana"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="by must name who decides"):
+        run(session.record_result(pending.step_id, "hecho", by="  "))
+    assert run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r")) == before
+    [*_, still] = run(_consume(agent.run("t", session=session)))
+    assert isinstance(still, ApprovalStep) and still.pending  # nobody granted anything
