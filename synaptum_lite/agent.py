@@ -214,6 +214,12 @@ class Agent:
 
     async def _drive(self, task: str, session: Session, *, streaming: bool) -> AsyncIterator[Any]:
         """The loop: each step looks at the journal, acts, and records, in that order."""
+        if not isinstance(session, Session):
+            raise ConfigurationError(
+                f"agent {self.name!r}: session must be a Session (which run, through which "
+                f"gateway, journaled where), got {session!r:.80}; pass "
+                "session=Session(run_id, gateway, checkpointer)"
+            )
         _check_task(task, session.run_id)
         async with session.checkpointer.hold(session.run_id):
             journal, closed = await Journal.open(

@@ -369,3 +369,11 @@ def test_a_decision_that_does_not_say_yes_or_no_or_who_is_refused_and_nothing_is
     assert run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r")) == before
     [*_, still] = run(_consume(agent.run("t", session=session)))
     assert isinstance(still, ApprovalStep) and still.pending  # nobody granted anything
+
+
+@pytest.mark.parametrize("session", [None, "pedido-1"])
+def test_a_run_without_a_session_is_refused_naming_what_it_got(session):
+    agent = Agent("a", model="m", instructions="i")
+    with pytest.raises(ConfigurationError, match="session must be a Session") as refused:
+        run(_consume(agent.run("t", session=session)))
+    assert repr(session) in str(refused.value)
