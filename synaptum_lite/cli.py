@@ -15,12 +15,14 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from . import (
     ApprovalStep,
+    CorruptJournal,
     FinalStep,
     LocalGateway,
     ModelStep,
@@ -39,6 +41,7 @@ from .runview import (
     Store,
     call_of,
     check_journal,
+    is_held,
     open_store,
     read_run,
     redact,
@@ -53,13 +56,51 @@ EXIT_CODES = """exit codes:
   3  not found: no such file, run or step
   4  the step is not waiting for that decision (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
+  6  stdout could not be written (a full disk, say); what was written to the store stays
+     written. A reader that stops reading (`| head`) ends the command quietly with 6
 
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
 
 
+class OutputLost(Exception):
+    """stdout could not be written: the command's result did not reach its reader."""
+
+
 def say(line: str = "") -> None:
-    """One line of output (stdout is the command's result; errors go to stderr)."""
-    sys.stdout.write(line + "\n")
+    """One line of output (stdout is the command's result; errors go to stderr), with every
+    character that would steer the terminal shown as an escape (see `printable`)."""
+    write(printable(line) + "\n")
+
+
+def write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except OSError as exc:  # a closed pipe, a full disk: said once, by `run`
+        raise OutputLost(exc) from None
+
+
+# What the journal holds is printed as it is, never obeyed: a run id, a tool's result or a
+# model's answer may hold characters a terminal acts on (ANSI escapes recolour or erase lines,
+# a newline makes a row of its own, U+202E reverses the text after it). They are written as
+# escapes (\x1b, \n, \u202e), so every line printed is a line of the store's.
+_STEERING = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with the characters a terminal acts on written as Python escapes."""
+    return _STEERING.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    named = {10: "\\n", 13: "\\r", 9: "\\t"}.get(code)
+    return named or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _json_line(row: dict[str, object]) -> str:
+    """`row` as one JSON line a terminal can show: steering characters as \\u escapes."""
+    text = json.dumps(row, ensure_ascii=False)
+    return _STEERING.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 # ── printing ───────────────────────────────────────────────────────────────────────────────
@@ -71,32 +112,75 @@ def _tokens(usage: Usage) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    text = text.replace("\r", " ").replace("\n", " ")
+    """`text` on one line of `width` columns: line breaks and tabs as spaces, what else would
+    steer the terminal as escapes, and … where it was cut."""
+    text = printable(text.replace("\r", " ").replace("\n", " ").replace("\t", " "))
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 # ── the commands ───────────────────────────────────────────────────────────────────────────
 
 
+Row = tuple[str, str, int | None, Usage | None, str]  # run, state, events, usage, detail
+
+
 async def command_runs(args: argparse.Namespace, store: Store, width: int) -> None:
-    open_only = args.state not in (None, "closed")  # every other state is a run not closed
-    views = [await read_run(store, r) for r in await run_ids(store, open_only=open_only)]
+    """One row per run. Without `--state` each row is printed once its run is read, and only
+    the row is kept: the first comes before the last run is read. A run whose journal cannot
+    be decoded is listed as damaged, the others still are, and the exit code is 1."""
+    open_only = args.state not in (None, "closed", "damaged")  # the others are not closed
+    ids = await run_ids(store, open_only=open_only)
     wanted = {"waiting": ("approval", "uncertain")}.get(args.state, (args.state,))
-    views = [v for v in views if args.state is None or v.state in wanted]
+    damaged: list[str] = []
+
+    async def rows() -> AsyncIterator[Row]:
+        for run_id in ids:
+            try:
+                v = await read_run(store, run_id)
+                row: Row = (run_id, v.state, v.events, v.usage, v.detail)
+            except CorruptJournal as exc:
+                damaged.append(run_id)
+                row = (run_id, "damaged", None, None, str(exc).partition("; ")[0])
+            if args.state is None or row[1] in wanted:
+                yield row
+
     if args.json:
-        for v in views:
-            row = {"run": v.run_id, "state": v.state, "events": v.events, "detail": v.detail}
-            row["usage"] = {"in": v.usage.input_tokens, "out": v.usage.output_tokens}
-            say(json.dumps(row, ensure_ascii=False))
+        async for run_id, state, events, usage, detail in rows():
+            counts = (usage.input_tokens, usage.output_tokens) if usage else (None, None)
+            found = {"run": run_id, "state": state, "events": events, "detail": detail}
+            say(_json_line({**found, "usage": {"in": counts[0], "out": counts[1]}}))
+    elif args.state is None:
+        await _table(rows(), [printable(r) for r in ids], store, args.state, width)
+    else:  # a filter's column is as wide as the runs it shows
+        listed = [row async for row in rows()]
+        names = [printable(row[0]) for row in listed]
+        await _table(_each(listed), names, store, args.state, width)
+    if damaged:
+        which = ", ".join(repr(r) for r in damaged)
+        raise Failure(
+            1,
+            f"{len(damaged)} run(s) could not be read: {which}; see why with "
+            "synaptum-lite show STORE RUN",
+        )
+
+
+async def _table(
+    rows: AsyncIterator[Row], names: list[str], store: Store, state: str | None, width: int
+) -> None:
+    if not names:
+        say(f"no runs in {store.label}" + (f" in state {state}" if state else ""))
         return
-    if not views:
-        say(f"no runs in {store.label}" + (f" in state {args.state}" if args.state else ""))
-        return
-    name = max(3, *(len(v.run_id) for v in views))
+    name = max(3, *(len(n) for n in names))
     say(f"{'RUN':<{name}}  {'STATE':<9}  {'EVENTS':>6}  {'TOKENS':<9}  DETAIL")
-    for v in views:
-        line = f"{v.run_id:<{name}}  {v.state:<9}  {v.events:>6}  {_tokens(v.usage):<9}  "
-        say((line + _cut(v.detail, max(width - len(line), 10))).rstrip())
+    async for run_id, state_now, events, usage, detail in rows:
+        count, tokens = "-" if events is None else events, _tokens(usage) if usage else "-"
+        line = f"{printable(run_id):<{name}}  {state_now:<9}  {count:>6}  {tokens:<9}  "
+        say((line + _cut(detail, max(width - len(line), 10))).rstrip())
+
+
+async def _each(rows: Iterable[Row]) -> AsyncIterator[Row]:
+    for row in rows:
+        yield row
 
 
 async def command_show(args: argparse.Namespace, store: Store, width: int) -> None:
@@ -111,7 +195,7 @@ async def command_show(args: argparse.Namespace, store: Store, width: int) -> No
     indent = " " * 24
     for step in run.steps:
         phases = " ".join(e.phase.value[0] for e in step.events)
-        what, notes = _describe(step, args.times)
+        what, notes = _describe(step, args.times, run.held)
         say(_cut(f"{step.step_id:<16}{phases:<8}{what}", width).rstrip())
         for note in notes:
             say(_cut(indent + note, width))
@@ -120,8 +204,9 @@ async def command_show(args: argparse.Namespace, store: Store, width: int) -> No
 _ACTIONS = {"retry": "retry allowed", "record": "result recorded", "not_started": "never began"}
 
 
-def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
-    """One line for the step, and a note per attempt, decision or wait."""
+def _describe(step: StepView, times: bool, held: bool = False) -> tuple[str, list[str]]:
+    """One line for the step, and a note per attempt, decision or wait. While a driver holds
+    the run, a step waiting for nobody's decision may be the one it is running now."""
     notes: list[str] = []
     first = step.events[0]
     what = call_of(step)
@@ -151,11 +236,19 @@ def _describe(step: StepView, times: bool) -> tuple[str, list[str]]:
         what = first.reason or "answered"
     if isinstance(first, ApprovalStep) and first.reason:
         notes.insert(0, f"asks approval: {first.reason}")
-    if step.waiting == "approval":
+    if step.waiting and held:
+        notes.append("a driver holds the run: it may be running this step")
+    elif step.waiting == "approval":
         notes.append("waits for approval: resolve --approve or --deny")
-    if step.waiting == "uncertain":
+    elif step.waiting == "uncertain":
         notes.append("uncertain effect: resolve --result TEXT or --retry")
     return what, notes
+
+
+def _decided(step: StepView) -> str:
+    """The last decision journaled on the step, as `show` says it ('' when none)."""
+    notes = [n for n in _describe(step, False)[1] if " by " in n or n == "never began"]
+    return notes[-1] if notes else ""
 
 
 async def command_resolve(args: argparse.Namespace, store: Store, width: int) -> None:
@@ -167,21 +260,35 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     flag = f"--{args.decision or 'result'}"
     wanted = "approval" if args.decision in ("approve", "deny") else "uncertain"
     if step.waiting != wanted:
+        if await is_held(store, args.run):  # what it waits for is the driver's to change
+            raise Failure(5, f"a driver holds run {args.run!r} now; nothing was written: {_WAIT}")
         what, then = _NOT_WAITING.get(step.waiting, _NOT_WAITING[""])
+        decided = _decided(step) if not step.waiting else ""
+        then = f"it was already resolved ({decided}); {_SEE}" if decided else then
         message = f"run {args.run!r}, step {args.step} {what}, not for {flag}; nothing was written"
         raise Failure(4, f"{message}: {then}")
     session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
-    if args.decision == "retry":
-        await session.allow_retry(args.step, by=args.by)
-        say(f"{args.run} {args.step}: retry allowed by {args.by}")
-    elif args.result is not None:
-        await session.record_result(args.step, args.result, by=args.by)
-        say(f"{args.run} {args.step}: result recorded by {args.by}")
-    else:
-        granted = args.decision == "approve"
-        await session.decide(args.step, granted=granted, by=args.by, note=args.reason)
-        say(f"{args.run} {args.step}: {'granted' if granted else 'denied'} by {args.by}")
+    try:
+        if args.decision == "retry":
+            await session.allow_retry(args.step, by=args.by)
+            done = "retry allowed"
+        elif args.result is not None:
+            await session.record_result(args.step, args.result, by=args.by)
+            done = "result recorded"
+        else:
+            granted = args.decision == "approve"
+            await session.decide(args.step, granted=granted, by=args.by, note=args.reason)
+            done = "granted" if granted else "denied"
+    except NothingToResolve as exc:  # decided by someone else since it was read
+        message = f"run {args.run!r}, step {args.step} is {exc.state} now; nothing was written"
+        raise Failure(4, f"{message}: {_SEE}") from None
+    args.written = f"the decision ({done} by {args.by}) was written"
+    say(f"{args.run} {args.step}: {done} by {args.by}")
     say("the run goes on when its agent runs it again with the same run_id")
+
+
+_WAIT = "wait for its driver to let go (or stop it), then resolve again"
+_SEE = "see the step with synaptum-lite show STORE RUN"
 
 
 _NOT_WAITING = {
@@ -194,7 +301,7 @@ _NOT_WAITING = {
 async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
     await read_run(store, args.run, check_held=False)
     for line in await export_run(store.checkpointer, args.run):
-        sys.stdout.write(line + "\n")
+        write(line + "\n")
 
 
 async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
@@ -229,7 +336,9 @@ def parser() -> argparse.ArgumentParser:
         return sub
 
     runs = command("runs", "every run, with its state and usage")
-    runs.add_argument("--state", choices=(*STATES, "waiting"), help="only runs in this state")
+    runs.add_argument(
+        "--state", choices=(*STATES, "waiting", "damaged"), help="only runs in this state"
+    )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
     show = command("show", "a run's timeline: steps, phases, calls, decisions")
     show.add_argument("run", metavar="RUN")
@@ -273,7 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8")
-    return asyncio.run(run(argv))
+    code = asyncio.run(run(argv))
+    if code == 6:  # what stdout still buffers would fail again as the interpreter exits
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
 
 
 async def run(argv: Sequence[str] | None = None) -> int:
@@ -283,12 +396,24 @@ async def run(argv: Sequence[str] | None = None) -> int:
     width = args.width or (shutil.get_terminal_size().columns if told else 80)
     secret = ""
     try:
+        _check_arguments(args)
         store = open_store(args.store, args.schema, create=args.command == "import")
         secret = store.secret
         if args.command != "import":
             await check_journal(store)
         await COMMANDS[args.command](args, store, max(width, 40))
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            raise OutputLost(exc) from None
         return 0
+    except OutputLost as lost:
+        cause = lost.args[0]
+        if isinstance(cause, BrokenPipeError):
+            return 6  # the reader stopped reading (`| head`): nothing to say, nobody to say it
+        message = f"stdout could not be written ({cause.strerror or cause})"
+        written = getattr(args, "written", "")
+        return _fail(6, f"{written}, but {message}" if written else message, secret)
     except Failure as failure:
         return _fail(failure.code, str(failure), secret)
     except RunBusy as exc:
@@ -304,5 +429,32 @@ async def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str, secret: str) -> int:
-    sys.stderr.write(f"synaptum-lite: {redact(message, secret)}\n")
+    sys.stderr.write(f"synaptum-lite: {printable(redact(message, secret))}\n")
     return code
+
+
+_NAMED = {"run": "RUN", "step": "STEP", "by": "--by", "reason": "--reason", "result": "--result"}
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, as bad usage and before the store is opened, an argument that names nothing or
+    is not text: bytes the terminal sent that are not UTF-8, an empty run, step or `--by`."""
+    given = {"STORE": args.store, "--schema": args.schema}
+    given |= {flag: getattr(args, name) for name, flag in _NAMED.items() if hasattr(args, name)}
+    for flag, value in given.items():
+        if value is None:
+            continue
+        raw = next((i for i, c in enumerate(value) if "\udc80" <= c <= "\udcff"), None)
+        if raw is not None:
+            byte = ord(value[raw]) - 0xDC00
+            raise Failure(
+                2,
+                f"{flag} is not UTF-8 text (byte 0x{byte:02x} at index {raw}); give it in "
+                "UTF-8, the encoding a journal keeps (is the terminal's encoding UTF-8?)",
+            )
+        if not value.strip() and flag in ("STORE", "RUN", "STEP", "--by"):
+            what = {"STORE": "a journal file or a PostgreSQL URL", "--by": "who decides"}
+            name = what.get(flag, "a run" if flag == "RUN" else "a step")
+            raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
+    if getattr(args, "by", None) and _STEERING.search(args.by):
+        raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")

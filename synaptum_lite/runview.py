@@ -6,6 +6,7 @@ command line (`cli.py`) does. Built on the package's public API only.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
@@ -53,17 +54,37 @@ class Store:
     schema: str = ""
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def open_store(location: str, schema: str | None, *, create: bool = False) -> Store:
-    """The store `location` names. Raises `Failure` (exit 2 or 3) when it cannot be used."""
+    """The store `location` names. Raises `Failure` (exit 1, 2 or 3) when it cannot be used.
+
+    Only what is given as a PostgreSQL URL is one (its scheme in any case, as URLs allow);
+    another scheme is refused, never read as a file's name. Reading (`create` false) never
+    writes: a SQLite database without a journal is refused as it is, not made a journal."""
+    scheme = _SCHEME.match(location)
+    if scheme and scheme[1].lower() in ("postgresql", "postgres"):
+        location = scheme[1].lower() + location[len(scheme[1]) :]
+    elif scheme:
+        raise Failure(
+            2,
+            f"{redact(location, '')} is a {scheme[1]}:// URL; a store is a SQLite file or a "
+            "postgresql:// URL",
+        )
     if location.startswith(("postgresql://", "postgres://")):
         url, _, fragment = location.partition("#")
-        parts = urllib.parse.urlsplit(url)
-        secret = parts.password or ""
+        try:
+            parts = urllib.parse.urlsplit(url)
+            secret = parts.password or ""
+        except ValueError as exc:  # a bracketed host that is no IPv6 address, say
+            raise Failure(2, f"the URL cannot be read ({exc}); fix the URL") from None
         try:
             parts.port  # noqa: B018 - reading it checks it
         except ValueError:
             port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
-            raise Failure(2, f"the URL's port {port!r} is not a number; fix the URL") from None
+            what = "is not a port (1 to 65535)" if port.isdigit() else "is not a number"
+            raise Failure(2, f"the URL's port {port!r} {what}; fix the URL") from None
         if fragment and schema and fragment != schema:
             raise Failure(2, f"two schemas given: #{fragment} and --schema {schema}; give one")
         from .postgres import PostgresCheckpointer
@@ -82,7 +103,26 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
         raise Failure(3, f"{location} does not exist; name a journal file or a PostgreSQL URL")
     if not create and path.stat().st_size == 0:
         raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
+    if not create and _blank_database(path):
+        raise Failure(
+            1,
+            f"{location} is a SQLite database without tables, not a synaptum_lite journal; "
+            "nothing was changed: name a journal",
+        )
     return Store(SqliteCheckpointer(path), path.name)
+
+
+def _blank_database(path: Path) -> bool:
+    """Whether the file is a SQLite database with no table and no application id (which the
+    store would make a journal). Read-only; anything else is left to the store to name."""
+    try:
+        uri = path.resolve().as_uri() + "?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+            (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (sqlite3.Error, OSError):
+        return False
+    return bool(application_id == 0 and tables == 0)
 
 
 async def check_journal(store: Store) -> None:
@@ -236,8 +276,17 @@ def call_of(view: StepView) -> str:
     return ""
 
 
+_PASSWORDS = (
+    re.compile(r"(://[^/\s:@]*:)[^\s@/]*@"),  # scheme://user:password@host
+    re.compile(r"(password\s*=\s*)('[^']*'|[^\s&]+)", re.IGNORECASE),  # password=... as libpq
+)
+
+
 def redact(text: str, secret: str) -> str:
-    """`text` with the URL's password (plain or quoted) as ***."""
+    """`text` with the URL's password (plain or quoted) as ***, and any other password a URL
+    or a libpq connection string in it shows."""
     for form in {secret, urllib.parse.quote(secret, safe="")} - {""}:
         text = text.replace(form, "***")
+    for pattern in _PASSWORDS:
+        text = pattern.sub(r"\1***" + ("@" if pattern is _PASSWORDS[0] else ""), text)
     return text

@@ -1,0 +1,411 @@
+"""The operator's command line attacked as an outside tester would: bad arguments, hostile
+journals, closed pipes, full disks, damaged runs, and a live driver holding the run.
+
+Every case runs the real command (`python -m synaptum_lite`) in a process of its own on real
+journals: the cashier of `tests/core/agents.py` dies inside its transfer (SIGKILL: an uncertain
+effect) or stalls there holding its run. What the command prints is checked against the journal
+read on its own, with `sqlite3`, and a refused command is shown to have written nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from synaptum_lite import Agent, Session, SqliteCheckpointer, tool
+from synaptum_lite.testing import ScriptedGateway, calls, says
+
+from .test_cli import STORE_KINDS, ask_approval, events_of, store_in
+from .test_kill import ROOT, child, effects
+
+pytestmark = pytest.mark.posix_signals  # drivers die by SIGKILL inside their transfer
+
+NOT_RESOLVED = "synaptum-lite: "
+
+
+def cli(
+    *args: str | bytes, cwd: Path = ROOT, stdout: int | None = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "synaptum_lite", *args],
+        cwd=cwd,
+        # 80 columns; this tree's package, from any folder
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"PYTHONPATH": str(ROOT)},
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose runs.db holds a closed run, an uncertain transfer and an approval."""
+    folder = tmp_path_factory.mktemp("plantilla")
+    store = str(folder / "runs.db")
+    assert child(store, folder, "cerrado").returncode == 0
+    assert child(store, folder, "incierto", "--die-in", "transferir").returncode == -9
+    ask_approval(store)
+    return folder
+
+
+@pytest.fixture
+def journal(template: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the template's journal, for a test to change."""
+    folder = shutil.copytree(template, tmp_path / "copia")
+    return folder / "runs.db"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ── output ──────────────────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "args", [("runs",), ("show", "incierto"), ("export", "cerrado")], ids=lambda a: a[0]
+)
+def test_a_reader_that_stops_reading_ends_the_command_quietly_with_exit_6(
+    journal: Path, args: tuple[str, ...]
+) -> None:
+    reading, writing = os.pipe()
+    os.close(reading)  # as `| head` leaves it once it has its lines: nobody reads any more
+    try:
+        done = cli(args[0], str(journal), *args[1:], stdout=writing)
+    finally:
+        os.close(writing)
+    assert (done.returncode, done.stderr) == (6, ""), done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_stdout_that_cannot_be_written_is_said_and_a_resolve_says_its_decision_was_written(
+    journal: Path,
+) -> None:
+    before = events_of(str(journal), "incierto")
+    with open("/dev/full", "w") as full:
+        shown = cli("show", str(journal), "incierto", stdout=full.fileno())
+        resolved = cli(
+            "resolve", str(journal), "incierto", "000003-tool", "--result", "hecha",
+            stdout=full.fileno(),
+        )  # fmt: skip
+    assert shown.returncode == 6
+    assert shown.stderr == "synaptum-lite: stdout could not be written (No space left on device)\n"
+    assert resolved.returncode == 6  # not 1, which says the store failed
+    assert resolved.stderr == (
+        "synaptum-lite: the decision (result recorded by operator) was written, but stdout "
+        "could not be written (No space left on device)\n"
+    )
+    assert events_of(str(journal), "incierto") == before + 1  # it was: said as it is
+
+
+@tool
+def consultar(cuenta: str) -> str:
+    """El saldo de una cuenta."""
+    return "ok\x1b[2K\x1b[1A\rfalso\x07 \u202eodnum\x9b31m"
+
+
+HOSTILE_RUNS = [
+    "a\nfalso     closed      15  1/1       answered",  # a row of its own, if printed raw
+    "\x1b[31mrojo\x1b[0m",
+    "tab\taqui",
+    "\u202emal",
+]
+
+
+def hostile_journal(database: Path) -> None:
+    """Runs whose ids, task, tool arguments, result and answer hold what steers a terminal."""
+    import asyncio
+
+    agent = Agent("cajero", model="m", instructions="Contesta.", tools=[consultar])
+
+    async def drive() -> None:
+        for run_id in HOSTILE_RUNS:
+            script = [calls("consultar", cuenta="E\x1b[1mS"), says("fin\x1b]0;titulo\x07")]
+            session = Session(run_id, ScriptedGateway(script), SqliteCheckpointer(database))
+            async for _ in agent.run("tarea\x1b[2J", session=session):
+                pass
+
+    asyncio.run(drive())
+
+
+def test_characters_that_steer_a_terminal_are_printed_as_escapes_never_obeyed(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "hostil.db"
+    hostile_journal(database)
+    listed = cli("runs", str(database))
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.splitlines()
+    assert len(rows) == 1 + len(HOSTILE_RUNS)  # before: the newline made a fifth, false row
+    column = rows[0].index("STATE")
+    assert [row[:column].rstrip() for row in rows[1:]] == [
+        "a\\nfalso     closed      15  1/1       answered",
+        "\\x1b[31mrojo\\x1b[0m",
+        "tab\\taqui",
+        "\\u202emal",
+    ]
+    shown = cli("show", str(database), "\x1b[31mrojo\x1b[0m")
+    assert shown.returncode == 0, shown.stderr
+    assert "→ ok\\x1b[2K\\x1b[1A falso\\x07 \\u202eodnum\\x9b31m" in shown.stdout
+    assert "says «fin\\x1b]0;titulo\\x07»" in shown.stdout
+    assert "task: tarea\\x1b[2J" in shown.stdout
+    for printed in (listed.stdout, shown.stdout):
+        assert not any(c in printed for c in "\x1b\x07\r\t\x9b\u202e"), printed
+    as_json = cli("runs", str(database), "--json").stdout
+    assert not any(c in as_json for c in "\x1b\x9b\u202e")
+    assert [json.loads(line)["run"] for line in as_json.splitlines()] == HOSTILE_RUNS
+    missing = cli("show", str(database), "\x1b[2Jotro")
+    assert missing.returncode == 3 and "\x1b" not in missing.stderr
+
+
+# ── reading changes nothing, and hides nothing ─────────────────────────────────────────────
+
+
+def test_reading_a_sqlite_database_without_tables_leaves_it_as_it_was(tmp_path: Path) -> None:
+    database = tmp_path / "otra.db"
+    with sqlite3.connect(database) as connection:  # another program's file, not yet filled
+        connection.execute("CREATE TABLE t (x)")
+        connection.execute("DROP TABLE t")
+    before = digest(database)
+    for args in (("runs",), ("show", "r"), ("export", "r")):
+        done = cli(args[0], str(database), *args[1:])
+        assert done.returncode == 1, (args, done)
+        assert done.stderr == (
+            f"synaptum-lite: {database} is a SQLite database without tables, not a "
+            "synaptum_lite journal; nothing was changed: name a journal\n"
+        )
+    assert digest(database) == before  # before: the first `runs` made it a journal
+
+
+def test_a_damaged_run_is_listed_as_damaged_and_every_other_run_still_is(journal: Path) -> None:
+    with sqlite3.connect(journal) as connection:
+        (run,) = connection.execute("SELECT id FROM runs WHERE run_id = 'incierto'").fetchone()
+        connection.execute("UPDATE events SET data = '{roto' WHERE id = ?", (run << 32 | 2,))
+    listed = cli("runs", str(journal))
+    assert listed.returncode == 1
+    assert [row.split()[:3] for row in listed.stdout.splitlines()[1:]] == [
+        ["cerrado", "closed", "15"],
+        ["incierto", "damaged", "-"],
+        ["aprobar", "approval", "7"],
+    ]  # before: no row at all, only the damaged run's error
+    assert listed.stderr == (
+        "synaptum-lite: 1 run(s) could not be read: 'incierto'; see why with synaptum-lite "
+        "show STORE RUN\n"
+    )
+    waiting = cli("runs", str(journal), "--state", "waiting", "--json")
+    assert [json.loads(line)["run"] for line in waiting.stdout.splitlines()] == ["aprobar"]
+    assert waiting.returncode == 1  # a run it could not read might be waiting too: said
+    why = cli("show", str(journal), "incierto")
+    assert why.returncode == 1 and "journal record 2 cannot be decoded" in why.stderr
+
+
+def independent_reading(database: Path) -> list[dict[str, object]]:
+    """Each run as `sqlite3` and `json` read it, without the package: its events, whether it
+    ended, its tokens, and its non-idempotent tool steps attempted and never finished."""
+    rows = []
+    with sqlite3.connect(database) as connection:
+        for number, run_id, header, final in connection.execute(
+            "SELECT id, run_id, header, final_event FROM runs ORDER BY id"
+        ):
+            tools = json.loads(header)["agent"]["tools"]
+            events, tokens = 0, [0, 0]
+            phases: dict[str, list[str]] = {}
+            called: dict[str, str] = {}
+            for step_id, phase, data in connection.execute(
+                "SELECT step_id, phase, data FROM events WHERE id >> 32 = ? ORDER BY id",
+                (number,),
+            ):
+                events += 1
+                record = json.loads(zlib.decompress(data) if isinstance(data, bytes) else data)
+                phases.setdefault(step_id, []).append(phase)
+                if step_id.endswith("-model") and phase == "completed":
+                    tokens = [tokens[0] + record["usage"]["in"], tokens[1] + record["usage"]["out"]]
+                if "call" in record and phase == "attempted":
+                    called[step_id] = record["call"]["name"]
+            unfinished = [
+                step
+                for step, seen in phases.items()
+                if seen == ["attempted"]
+                and step in called
+                and not tools.get(called[step], {}).get("idempotent")
+            ]
+            rows.append(
+                {"run": run_id, "closed": final is not None, "events": events, "usage": tokens}
+                | {"unfinished": unfinished}
+            )
+    return rows
+
+
+def test_every_state_and_count_printed_is_what_the_journal_holds(journal: Path) -> None:
+    truth = independent_reading(journal)
+    printed = [json.loads(line) for line in cli("runs", str(journal), "--json").stdout.splitlines()]
+    assert len(printed) == len(truth) == 3
+    for row, true in zip(printed, truth, strict=True):
+        assert row["run"] == true["run"]
+        assert row["events"] == true["events"]
+        assert [row["usage"]["in"], row["usage"]["out"]] == true["usage"]
+        assert (row["state"] == "closed") == true["closed"]
+        waiting = {"uncertain": "-tool", "approval": "-approval"}.get(row["state"])
+        assert [step for step in true["unfinished"] if step.endswith("-tool")] == (
+            [row["detail"].split(":")[0]] if waiting == "-tool" else []
+        )
+    shown = cli("show", str(journal), "incierto").stdout.splitlines()
+    phases = {line.split()[0]: line[16:24].split() for line in shown[5:] if line[:1] != " "}
+    assert phases == {
+        "000000-model": ["a", "c"],
+        "000001-tool": ["a", "c"],
+        "000002-model": ["a", "c"],
+        "000003-tool": ["a"],
+    }
+    assert shown[2] == f"uncertain · {truth[1]['events']} events · tokens in/out 38/19"
+
+
+# ── bad arguments ───────────────────────────────────────────────────────────────────────────
+
+
+def test_empty_blank_or_non_utf8_arguments_are_bad_usage_and_write_nothing(
+    journal: Path,
+) -> None:
+    store = str(journal)
+    resolve = ("resolve", store, "incierto", "000003-tool", "--retry")
+    cases: dict[tuple[str | bytes, ...], str] = {
+        ("runs", ""): "STORE is empty; name a journal file or a PostgreSQL URL",
+        ("show", store, ""): "RUN is empty; name a run",
+        ("resolve", store, "incierto", "", "--retry"): "STEP is empty; name a step",
+        (*resolve, "--by", ""): "--by is empty; name who decides",
+        (*resolve, "--by", "  "): "--by is empty; name who decides",
+        (*resolve, "--by", "ana\n000009-tool  a c  falso"): (
+            "--by 'ana\\n000009-tool  a c  falso' holds a control character; give a name"
+        ),
+        (*resolve, "--by", b"Mar\xeda"): (
+            "--by is not UTF-8 text (byte 0xed at index 3); give it in UTF-8"
+        ),  # a Latin-1 terminal's María
+        ("show", store, b"incierto\xff"): "RUN is not UTF-8 text (byte 0xff at index 8)",
+    }
+    before = digest(journal), events_of(store, "incierto")
+    for args, message in cases.items():
+        done = cli(*args)
+        assert (done.returncode, done.stdout) == (2, ""), (args, done)
+        assert done.stderr.startswith(f"synaptum-lite: {message}"), (args, done.stderr)
+    assert (digest(journal), events_of(store, "incierto")) == before
+    assert "retry allowed by operator" not in cli("show", store, "incierto").stdout
+
+
+def test_a_url_in_another_case_scheme_or_form_never_prints_its_password(tmp_path: Path) -> None:
+    cases = {
+        # a scheme in capitals is still PostgreSQL's (before: a file "that does not exist",
+        # printed with its password)
+        "POSTGRESQL://ana:s3creto@127.0.0.1:1/journal": (1, "cannot read postgresql://ana@"),
+        "mysql://ana:s3creto@127.0.0.1/journal": (2, "mysql://ana:***@127.0.0.1/journal is a "),
+        "host=127.0.0.1 password=s3creto": (3, "host=127.0.0.1 password=*** does not exist"),
+        "postgresql://ana:s3creto@127.0.0.1:99999/journal": (
+            2,
+            "the URL's port '99999' is not a port (1 to 65535); fix the URL",
+        ),
+        "postgresql://ana:s3creto@[::1/journal": (2, "the URL cannot be read (Invalid IPv6 URL)"),
+    }
+    for url, (code, message) in cases.items():
+        done = cli("runs", url, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (code, ""), (url, done)
+        assert done.stderr.startswith(f"synaptum-lite: {message}"), (url, done.stderr)
+        assert "s3creto" not in done.stderr
+    assert list(tmp_path.iterdir()) == []  # no file was made of a URL
+
+
+# ── resolving ───────────────────────────────────────────────────────────────────────────────
+
+
+def test_resolving_a_step_twice_names_the_decision_already_journaled(journal: Path) -> None:
+    store = str(journal)
+    first = cli("resolve", store, "incierto", "000003-tool", "--result", "hecha", "--by", "ana")
+    assert first.returncode == 0, first.stderr
+    after = events_of(store, "incierto")
+    for decision in (("--retry",), ("--result", "otra")):
+        again = cli("resolve", store, "incierto", "000003-tool", *decision, "--by", "eva")
+        assert again.returncode == 4
+        assert "it was already resolved (result recorded by ana); see the step with" in (
+            again.stderr
+        )
+    assert events_of(store, "incierto") == after
+
+
+@pytest.fixture
+def stalled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A store whose run `r` is held by a live driver stalled inside its transfer (the effect
+    done, the step not completed); killed at the end."""
+    store = store_in(request.param, tmp_path)
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects")]
+        + ["--stall-in", "transferir"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "stalled"
+        yield store, tmp_path
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+
+
+@pytest.mark.parametrize("stalled", STORE_KINDS, indirect=True)
+def test_a_step_a_live_driver_is_running_is_never_called_uncertain_nor_resolved(
+    stalled: tuple[str, Path],
+) -> None:
+    store, folder = stalled
+    before = events_of(store, "r")
+    shown = cli("show", store, "r")
+    assert shown.returncode == 0, shown.stderr
+    assert "uncertain effect" not in shown.stdout  # before: it told the operator to resolve
+    assert shown.stdout.splitlines()[-1].strip() == (
+        "a driver holds the run: it may be running this step"
+    )
+    busy = (
+        "synaptum-lite: a driver holds run 'r' now; nothing was written: wait for its driver to "
+        "let go (or stop it), then resolve again\n"
+    )
+    for step, decision in (("000003-tool", "--approve"), ("000001-tool", "--retry")):
+        refused = cli("resolve", store, "r", step, decision)
+        # before: exit 4, "use --result TEXT or --retry", which a driver would then refuse
+        assert (refused.returncode, refused.stderr) == (5, busy), (step, refused.stderr)
+    assert events_of(store, "r") == before
+    assert effects(folder, "r")["transferir"] == 1
+
+
+def test_after_its_driver_is_killed_the_step_is_uncertain_and_resolved_once(
+    tmp_path: Path,
+) -> None:
+    store = store_in("sqlite", tmp_path)
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects")]
+        + ["--stall-in", "transferir"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None and owner.stdout.readline().strip() == "stalled"
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    owner.stdout.close()
+    assert cli("show", store, "r").stdout.splitlines()[-1].strip() == (
+        "uncertain effect: resolve --result TEXT or --retry"
+    )
+    assert cli("resolve", store, "r", "000003-tool", "--result", "hecha").returncode == 0
+    resumed = child(store, tmp_path, "r")
+    assert resumed.returncode == 0 and "final" in resumed.stdout, resumed.stderr
+    assert effects(tmp_path, "r")["transferir"] == 1  # resolved by the operator, never rerun
