@@ -21,10 +21,10 @@ from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
-from .messages import ModelRequest, ModelResponse, Usage
+from .messages import ModelRequest, ModelResponse, ToolCall, Usage
 from .policy import Policy, allow_everything
 from .tools import Tool
-from .wire import request_body, tool_call_from_wire
+from .wire import MalformedAnswer, request_body, token_count, tool_call_from_wire, with_unique_ids
 
 INSTALL = "pip install 'synaptum-lite[axonium]' (or: uv sync --extra axonium)"
 ENV_CLIENT_ID = "AXONIUM_CLIENT_ID"
@@ -108,12 +108,10 @@ class AxoniumGateway(LocalGateway):
             )
         except sdk.AxoniumError as exc:
             raise self._provider_error(exc) from None
-        calls = tuple(
-            tool_call_from_wire(index, call.id, call.function.model_dump())
-            for index, call in enumerate(completion.tool_calls)
-        )
         return ModelResponse(
-            text=completion.content or None, tool_calls=calls, usage=_usage(completion.usage)
+            text=completion.content or None,
+            tool_calls=self._calls(completion.tool_calls),
+            usage=_usage(completion.usage),
         )
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
@@ -126,12 +124,10 @@ class AxoniumGateway(LocalGateway):
                 async for chunk in s:
                     if chunk.content:
                         yield chunk.content
-                calls = tuple(
-                    tool_call_from_wire(index, call.id, call.function.model_dump())
-                    for index, call in enumerate(s.tool_calls)
-                )
                 response = ModelResponse(
-                    text=s.content or None, tool_calls=calls, usage=_usage(s.usage())
+                    text=s.content or None,
+                    tool_calls=self._calls(s.tool_calls),
+                    usage=_usage(s.usage()),
                 )
         except sdk.AxoniumError as exc:
             raise self._provider_error(exc) from None
@@ -156,6 +152,22 @@ class AxoniumGateway(LocalGateway):
             self._client = self._build_client()
         self._loop = loop
         return self._client
+
+    def _calls(self, calls: Any) -> tuple[ToolCall, ...]:
+        """The SDK's tool calls as `ToolCall`s, each with an id of its own."""
+        try:
+            return with_unique_ids(
+                [
+                    tool_call_from_wire(index, call.id, call.function.model_dump())
+                    for index, call in enumerate(calls)
+                ]
+            )
+        except MalformedAnswer as exc:
+            message = (
+                f"Axonium at {self.base_url} answered with {exc.where}: "
+                f"{_excerpt(repr(exc.value))}; the answer cannot be used as it is"
+            )
+            raise ProviderError(self._redact(message), retryable=False) from None
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "[redacted]") if self._secret else text
@@ -190,7 +202,11 @@ def _usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
     return Usage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        cached_tokens=usage.cache_read_tokens,
+        input_tokens=token_count(usage.prompt_tokens),
+        output_tokens=token_count(usage.completion_tokens),
+        cached_tokens=token_count(usage.cache_read_tokens),
     )
+
+
+def _excerpt(text: str, size: int = 300) -> str:
+    return text if len(text) <= size else text[:size] + " …"

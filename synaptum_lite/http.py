@@ -9,7 +9,14 @@ Failures are classified once, here, into `ProviderError`:
     the call's total deadline passed (a trickling server)      retryable
     429, 408, 5xx                                              retryable, `Retry-After` parsed
     any other 4xx (401, 403, 404, 400 ...)                     not retryable
+    a redirect (3xx): never followed, the key stays here       not retryable
     a body or an SSE event that is not the protocol            not retryable
+    (not JSON, the wrong shape, undecodable gzip, too deep)
+    an answer larger than `max_response_bytes`                 not retryable
+
+Every body is read with a bound, whatever `Content-Length` says: an answer up to
+`max_response_bytes`, an error body up to `ERROR_BODY_BYTES`. A server that ignores
+`"stream": true` and answers one JSON completion is read as that completion (it was paid for).
 
 Retrying is the loop's job (`Session.retry`), never this module's. The API key is sent in one
 header and nowhere else: it is not an attribute a `repr` shows, and every message this module
@@ -24,12 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
+import datetime
 import email.utils
 import json
+import math
 import os
+import re
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import ConfigurationError, ProviderError
@@ -38,7 +49,7 @@ from .messages import ModelRequest, ModelResponse
 from .policy import Policy, allow_everything
 from .redaction import RedactSecrets, redact, secret_patterns, userinfo, without_userinfo
 from .tools import Tool
-from .wire import StreamAssembly, request_body, tool_call_from_wire, usage_from_wire
+from .wire import MalformedAnswer, StreamAssembly, completion_from_wire, request_body
 
 try:
     import httpx
@@ -55,6 +66,13 @@ BODY_EXCERPT = 300
 #: The default total time a model call may take, in seconds, however the server sends it.
 DEADLINE = 600.0
 
+#: The default most an answer may hold, in bytes once decompressed, streamed or not. A long
+#: streamed answer costs about 200 bytes of SSE per token, so 32 MiB holds some 160,000 tokens.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+#: How much of an error body (or of a redirect's) is read: what a message quotes is cut from it.
+ERROR_BODY_BYTES = 64 * 1024
+
 
 class OpenAICompatibleGateway(LocalGateway):
     """A model behind an OpenAI-compatible `/chat/completions` endpoint; tools run locally.
@@ -66,7 +84,9 @@ class OpenAICompatibleGateway(LocalGateway):
     `timeout` bounds each read (seconds); connecting has its own short bound. `deadline`
     bounds the whole call (seconds, `DEADLINE` = 600 by default), streamed or not: a server
     that trickles bytes or sends SSE keep-alive comments cannot keep a call open past it.
-    Passing it is a retryable `ProviderError`.
+    Passing it is a retryable `ProviderError`. `max_response_bytes` bounds what an answer may
+    hold once decompressed (`MAX_RESPONSE_BYTES`, 32 MiB, by default); a larger one is a
+    `ProviderError` that is not retried.
 
     Tool-call arguments that are not valid JSON do not raise: the `ToolCall` carries the raw
     text as its `arguments` (a `str`), which the loop turns into an error result the model
@@ -81,6 +101,7 @@ class OpenAICompatibleGateway(LocalGateway):
         api_key: str | None = None,
         timeout: float = 120.0,
         deadline: float = DEADLINE,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         tools: Iterable[Tool] | None = None,
         policy: Policy = allow_everything,
         transport: Any = None,
@@ -98,7 +119,16 @@ class OpenAICompatibleGateway(LocalGateway):
             raise ConfigurationError(
                 f"deadline must be a positive number of seconds, got {deadline!r}"
             )
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise ConfigurationError(
+                f"max_response_bytes must be a positive number of bytes, got {max_response_bytes!r}"
+            )
         super().__init__(tools=tools, policy=policy)
+        self.max_response_bytes = max_response_bytes
         self.base_url = without_userinfo(base_url.rstrip("/"))
         self.model = model
         self.timeout = timeout
@@ -151,22 +181,23 @@ class OpenAICompatibleGateway(LocalGateway):
         payload = self._payload(request, stream=False)
         async with self._client() as client:
             try:
-                async with asyncio.timeout(self.deadline):
-                    response = await client.post(self._url, json=payload)
+                async with (
+                    asyncio.timeout(self.deadline),
+                    client.stream("POST", self._url, json=payload) as response,
+                ):
+                    await self._refuse_failure(response)
+                    body = await self._read(response, self.max_response_bytes)
             except TimeoutError:
                 raise self._deadline_error() from None
             except httpx.TimeoutException as exc:
                 raise self._transport_error("timed out", exc) from None
-            except httpx.TransportError as exc:
+            except httpx.ConnectError as exc:
                 raise self._transport_error("could not be reached", exc) from None
-            if response.is_error:
-                raise self._status_error(response)
-            try:
-                body = response.json()
-            except ValueError:
-                raise self._protocol_error(
-                    "answered with a body that is not JSON", response.text
-                ) from None
+            except httpx.TransportError as exc:
+                what = "dropped the connection before its answer was complete"
+                raise self._transport_error(what, exc) from None
+            except httpx.DecodingError as exc:
+                raise self._decoding_error(response, exc) from None
         return self._read_completion(body)
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
@@ -182,28 +213,34 @@ class OpenAICompatibleGateway(LocalGateway):
                         client.build_request("POST", self._url, json=payload), stream=True
                     )
                 try:
-                    if response.is_error:
+                    async with asyncio.timeout_at(deadline):
+                        await self._refuse_failure(response)
+                    if _is_json(response):  # the server ignored "stream": one whole completion
                         async with asyncio.timeout_at(deadline):
-                            await response.aread()
-                        raise self._status_error(response)
+                            body = await self._read(response, self.max_response_bytes)
+                        whole = self._read_completion(body)
+                        if whole.text:
+                            yield whole.text
+                        yield whole
+                        return
                     assembly = StreamAssembly()
-                    async for data in _sse_data(_until(deadline, response.aiter_lines())):
+                    lines = _Lines(self.max_response_bytes)
+                    chunks = _until(deadline, response.aiter_bytes())
+                    async for data in _sse_data(lines.read(chunks, self._too_large)):
                         if data == "[DONE]":
                             assembly.done = True
                             break
-                        try:
-                            event = json.loads(data)
-                        except ValueError:
-                            raise self._protocol_error(
-                                "sent an SSE event that is not JSON", data
-                            ) from None
+                        event = self._json(data, "an SSE event")
                         if not isinstance(event, dict):
                             raise self._protocol_error(
-                                "sent an SSE event that is not an object", data
+                                "with an SSE event that is not an object", data
                             )
                         if "error" in event:
-                            raise self._in_band_error(event["error"])
-                        fragment = assembly.feed(event)
+                            raise self._in_band_error(event["error"], streaming=True)
+                        try:
+                            fragment = assembly.feed(event)
+                        except MalformedAnswer as exc:
+                            raise self._malformed(exc) from None
                         if fragment:
                             yield fragment
                 finally:
@@ -212,15 +249,28 @@ class OpenAICompatibleGateway(LocalGateway):
                 raise self._deadline_error() from None
             except httpx.TimeoutException as exc:
                 raise self._transport_error("timed out while streaming", exc) from None
+            except httpx.ConnectError as exc:
+                raise self._transport_error("could not be reached", exc) from None
             except httpx.TransportError as exc:
                 raise self._transport_error("dropped the connection while streaming", exc) from None
+            except httpx.DecodingError as exc:
+                raise self._decoding_error(response, exc) from None
         if not assembly.complete:
+            if not lines.events and lines.sample.strip():
+                raise self._protocol_error(
+                    "to a streamed request with a body that is not server-sent events",
+                    _cut(lines.sample, was_cut=len(lines.sample) > ERROR_BODY_BYTES),
+                )
             raise ProviderError(
                 f"the model server at {self.base_url} ended the stream before it was complete "
                 "(no finish_reason and no [DONE]); the call can be made again",
                 retryable=True,
             )
-        yield assembly.response()
+        try:
+            whole = assembly.response()
+        except MalformedAnswer as exc:
+            raise self._malformed(exc) from None
+        yield whole
 
     # ── wire format ─────────────────────────────────────────────────────────────────────────
 
@@ -244,22 +294,61 @@ class OpenAICompatibleGateway(LocalGateway):
             payload["stream_options"] = {"include_usage": True}
         return payload
 
-    def _read_completion(self, body: Any) -> ModelResponse:
+    async def _read(self, response: httpx.Response, limit: int) -> bytes:
+        """The body, decompressed, read up to `limit` bytes: more is a `ProviderError`."""
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _refuse_failure(self, response: httpx.Response) -> None:
+        """Raise the `ProviderError` a redirect or an error status is; return on success."""
+        status = response.status_code
+        if not (300 <= status < 400 or response.is_error):
+            return
+        chunks, size = [], 0
         try:
-            message = body["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
+            async for chunk in response.aiter_bytes():  # a bounded excerpt, whatever it sends
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= ERROR_BODY_BYTES:
+                    break
+        except (httpx.TransportError, httpx.DecodingError):
+            pass  # the status says what happened; what came of the body is quoted
+        text = b"".join(chunks)[:ERROR_BODY_BYTES].decode("utf-8", errors="replace")
+        text = _cut(text, was_cut=size >= ERROR_BODY_BYTES)
+        if response.is_error:
+            raise self._status_error(response, text)
+        location = response.headers.get("Location")
+        where = f"to {_excerpt(self._redact(location))!r}" if location else "with no Location"
+        message = (
+            f"the model server at {self.base_url} answered HTTP {status}, a redirect {where}, "
+            "which this client does not follow (the request carries the key); set "
+            "SYNAPTUM_BASE_URL to the API root the server means"
+        )
+        raise ProviderError(self._redact(message), retryable=False, status=status)
+
+    def _json(self, raw: bytes | str, what: str) -> Any:
+        try:
+            return json.loads(raw)
+        except RecursionError:
             raise self._protocol_error(
-                "answered without choices[0].message", json.dumps(body)
+                f"with {what} nested too deeply to read", _text(raw)
             ) from None
-        calls = tuple(
-            tool_call_from_wire(index, raw.get("id"), raw.get("function") or {})
-            for index, raw in enumerate(message.get("tool_calls") or ())
-        )
-        return ModelResponse(
-            text=message.get("content") or None,
-            tool_calls=calls,
-            usage=usage_from_wire(body.get("usage")),
-        )
+        except ValueError:
+            raise self._protocol_error(f"with {what} that is not JSON", _text(raw)) from None
+
+    def _read_completion(self, raw: bytes) -> ModelResponse:
+        body = self._json(raw, "a body")
+        if isinstance(body, dict) and "error" in body and "choices" not in body:
+            raise self._in_band_error(body["error"], streaming=False)
+        try:
+            return completion_from_wire(body)
+        except MalformedAnswer as exc:
+            raise self._malformed(exc) from None
 
     # ── errors ──────────────────────────────────────────────────────────────────────────────
 
@@ -271,10 +360,10 @@ class OpenAICompatibleGateway(LocalGateway):
         """
         return redact(text, self._secrets)
 
-    def _status_error(self, response: httpx.Response) -> ProviderError:
+    def _status_error(self, response: httpx.Response, text: str) -> ProviderError:
         status = response.status_code
         retryable = status in (408, 429) or status >= 500
-        detail = _error_detail(self._redact(response.text))
+        detail = _error_detail(self._redact(text))
         hint = {
             401: "; check SYNAPTUM_API_KEY (the server refused the key, or none was sent)",
             403: "; the key is valid but not allowed to use this model or endpoint",
@@ -304,17 +393,46 @@ class OpenAICompatibleGateway(LocalGateway):
 
     def _protocol_error(self, what: str, raw: str) -> ProviderError:
         message = (
-            f"the model server at {self.base_url} {what}: {_excerpt(self._redact(raw))!r}; "
-            "is SYNAPTUM_BASE_URL an OpenAI-compatible API root?"
+            f"the model server at {self.base_url} answered {what}: "
+            f"{_excerpt(self._redact(raw))!r}; is SYNAPTUM_BASE_URL an OpenAI-compatible API root?"
         )
         return ProviderError(self._redact(message), retryable=False)
 
-    def _in_band_error(self, error: Any) -> ProviderError:
+    def _malformed(self, exc: MalformedAnswer) -> ProviderError:
+        try:
+            shown = json.dumps(exc.value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            shown = repr(exc.value)
+        return self._protocol_error(f"with {exc.where}", shown)
+
+    def _too_large(self) -> ProviderError:
+        message = (
+            f"the model server at {self.base_url} answered more than {self.max_response_bytes} "
+            "bytes, the most this gateway reads; give it more with max_response_bytes= if the "
+            "answer is meant to be that long, or check the server"
+        )
+        return ProviderError(self._redact(message), retryable=False)
+
+    def _decoding_error(self, response: httpx.Response, exc: Exception) -> ProviderError:
+        encoding = response.headers.get("Content-Encoding", "")
+        message = (
+            f"the model server at {self.base_url} answered a body that does not decode as its "
+            f"Content-Encoding {_excerpt(encoding)!r} says ({type(exc).__name__}: {exc}); "
+            "check the server or a proxy in between"
+        )
+        return ProviderError(self._redact(message), retryable=False)
+
+    def _in_band_error(self, error: Any, *, streaming: bool) -> ProviderError:
         status = error.get("code") if isinstance(error, dict) else None
-        status = status if isinstance(status, int) else None
-        retryable = status is not None and (status == 429 or status >= 500)
-        detail = _error_detail(self._redact(json.dumps({"error": error})))
-        message = f"the model server at {self.base_url} failed while streaming: {detail}"
+        status = status if isinstance(status, int) and not isinstance(status, bool) else None
+        retryable = status is not None and (status in (408, 429) or status >= 500)
+        try:
+            raw = json.dumps({"error": error})
+        except RecursionError:
+            raw = "(an error nested too deeply to show)"
+        detail = _error_detail(self._redact(raw))
+        when = "while streaming" if streaming else "with an error in a successful (HTTP 200) answer"
+        message = f"the model server at {self.base_url} failed {when}: {detail}"
         return ProviderError(self._redact(message), retryable=retryable, status=status)
 
 
@@ -322,21 +440,29 @@ class OpenAICompatibleGateway(LocalGateway):
 
 
 def _retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """`Retry-After` as seconds: a number, or an HTTP date; `None` when absent or unreadable."""
+    """`Retry-After` as seconds: a number, or an HTTP date; `None` when absent or unreadable.
+
+    Unreadable includes what is not a count of seconds (`-3`, `nan`, `inf`, `1e999`): the
+    loop then waits its own backoff instead of not waiting at all. A date already past is 0.
+    """
     if value is None:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if _SECONDS.fullmatch(value):
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None
+    if when.tzinfo is None:  # "-0000": the date is in UTC, not in this machine's zone
+        when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+_SECONDS = re.compile(r"[0-9]{1,12}(\.[0-9]{1,6})?")
 
 
 def _error_detail(text: str) -> str:
@@ -358,7 +484,75 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= BODY_EXCERPT else text[:BODY_EXCERPT] + " …"
 
 
-async def _until(deadline: float, items: AsyncIterator[str]) -> AsyncIterator[str]:
+def _cut(text: str, *, was_cut: bool) -> str:
+    """`text`, the start of a longer body when `was_cut`, without the word the cut split.
+
+    A secret has no spaces in any of its forms, so a cut can only split one inside the last
+    word; redaction would not recognise that half, and once `_excerpt` folds the spaces
+    before it, the half could show.
+    """
+    if not was_cut:
+        return text
+    word = re.search(r"\S+$", text)
+    return text[: word.start()] if word is not None and word.start() > 0 else text
+
+
+def _is_json(response: httpx.Response) -> bool:
+    kind: str = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+
+
+class _Lines:
+    """The lines of a body, as SSE splits them (CRLF, CR or LF), reading at most `limit` bytes.
+
+    Keeps the body's first characters (`sample`: one more than `ERROR_BODY_BYTES`, so a cut
+    shows) to quote, and counts `data` lines (`events`), so a body that is not SSE at all can
+    be told from a stream cut short.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.sample = ""
+        self.events = 0
+
+    async def read(
+        self, chunks: AsyncIterator[bytes], too_large: Callable[[], Exception]
+    ) -> AsyncIterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        partial: list[str] = []  # the line being read, in pieces: a long line costs no rescans
+        after_cr = False  # the last piece ended in CR: an LF starting the next one is its pair
+        size = 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > self.limit:
+                raise too_large()
+            text = decoder.decode(chunk)
+            if len(self.sample) <= ERROR_BODY_BYTES:  # one more: `_cut` knows it was cut
+                self.sample += text[: ERROR_BODY_BYTES + 1 - len(self.sample)]
+            if after_cr and text.startswith("\n"):
+                text = text[1:]
+            after_cr = text.endswith("\r")
+            *ended, rest = _LINE_BREAK.split(text)
+            for piece in ended:
+                partial.append(piece)
+                line = "".join(partial)
+                partial = []
+                self.events += line.startswith("data")
+                yield line
+            partial.append(rest)
+        partial.append(decoder.decode(b"", final=True))
+        if "".join(partial):
+            yield "".join(partial)
+
+
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+
+
+async def _until(deadline: float, items: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """`items`, each awaited no later than the event loop's time `deadline`, after which
     `TimeoutError` is raised. The bound never spans a `yield`, so it never cancels the
     consumer's own work."""

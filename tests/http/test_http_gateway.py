@@ -373,7 +373,7 @@ def test_a_base_url_with_credentials_is_never_printed_with_them() -> None:
     [
         ("7", 7.0),
         ("0.5", 0.5),
-        ("-3", 0.0),
+        ("-3", None),
         ("soon", None),
         (None, None),
         ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
