@@ -152,6 +152,30 @@ class StoreFull(StoreUnavailable):
     remedy = "free space, then run the agent again with the same run_id"
 
 
+class StoreUnreachable(StoreUnavailable):
+    """The store could not be connected to at all: the server is down, or the address, the
+    user, the password or the database is wrong (its message says which)."""
+
+    condition = "cannot be reached"
+    remedy = (
+        "check that the server runs there and that the URL's host, port, user, password and "
+        "database are right, then run the agent again with the same run_id"
+    )
+
+
+class StoreForbidden(JournalError):
+    """The store's server refused what the journal needs: the user it connects as may not
+    create or write its tables, or the server accepts no writes (a standby)."""
+
+    def __init__(self, location: str, detail: str, remedy: str) -> None:
+        self.location = location
+        self.detail = detail
+        super().__init__(
+            f"the journal store {location} refused the journal ({detail}); nothing was "
+            f"written: {remedy}"
+        )
+
+
 class RunBusy(SynaptumError):
     """Another driver holds the run: two workers must not drive one run at once."""
 

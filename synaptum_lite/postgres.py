@@ -24,7 +24,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import ConfigurationError, StoreFull, StoreUnavailable
+from .errors import (
+    ConfigurationError,
+    StoreForbidden,
+    StoreFull,
+    StoreUnavailable,
+    StoreUnreachable,
+)
 from .events import Record, Step
 from .journal import RunState, check_run_id, encode_events, encode_header, holding, run_state
 from .postgres_schema import SCHEMA_NAME, append, prepare, statements
@@ -57,10 +63,13 @@ class PostgresCheckpointer:
     """A journal in a PostgreSQL database, in the tables of one schema (created on first use).
 
     `url` is a libpq URL (`postgresql://user:password@host:5432/dbname`); `schema` lets several
-    journals share a database. Raises `NotAJournal` when the schema holds other tables and
-    `UnsupportedFormat` when it was written by a newer format version; neither changes it.
-    Connection loss raises `StoreUnavailable`: every append that returned is committed, and
-    the same checkpointer reconnects on its next call.
+    journals share a database. Raises `NotAJournal` when the schema holds other tables,
+    `UnsupportedFormat` when it was written by a newer format version and `DamagedStore` when
+    its tables were altered by hand; none changes it. A server that refuses the journal
+    (the user may not create or write its tables, or it accepts no writes) raises
+    `StoreForbidden`; one that cannot be connected to, `StoreUnreachable`. Connection loss
+    raises `StoreUnavailable`: every append that returned is committed, and the same
+    checkpointer reconnects on its next call.
 
     Calls on runs not held share one connection, one call at a time; each held run has its
     own connection (the one holding its lock).
@@ -78,13 +87,18 @@ class PostgresCheckpointer:
             )
         if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
             raise ConfigurationError(
-                "schema must be a lowercase SQL name (letters, digits and _, at most 63), "
-                f"got {schema!r}"
+                "schema must be a lowercase SQL name (letters, digits and _, at most 63) that "
+                f"cannot start with pg_ (PostgreSQL keeps those for itself), got {schema!r}"
             )
         try:
             params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
-            raise ConfigurationError(f"cannot read the PostgreSQL URL: {exc}") from None
+            raise ConfigurationError(
+                f"cannot read the PostgreSQL URL {_without_password(url, psycopg)}: "
+                f"{_hide_password(url, _first_line(exc))}; write it as "
+                "postgresql://user:password@host:5432/dbname, with any of its parts that "
+                "holds @, :, /, ? or % percent-encoded"
+            ) from None
         self.url = url
         self.schema = schema
         self.location = f"{_without_password(url, psycopg)} (schema {schema})"
@@ -100,6 +114,7 @@ class PostgresCheckpointer:
         )
         self._sql = statements(schema)
         self._prepared = False
+        self._read_committed = True  # the server's default isolation, as `prepare` found it
         self._shared: dict[asyncio.AbstractEventLoop, _Link] = {}  # one per event loop
         self._idle: list[_Link] = []
         self._held: dict[str, _Link] = {}
@@ -279,6 +294,9 @@ class PostgresCheckpointer:
             except self._psycopg.Error as exc:
                 if getattr(exc, "sqlstate", None) == _DISK_FULL:  # the session is still fine
                     raise StoreFull(self.location, f"PostgreSQL: {_first_line(exc)}") from exc
+                forbidden = self._forbidden(exc, link.connection)
+                if forbidden is not None:  # so is it here
+                    raise forbidden from exc
                 if not self._lost(exc):
                     raise
                 self._drop(link)
@@ -291,19 +309,58 @@ class PostgresCheckpointer:
         try:
             connection = await self._psycopg.AsyncConnection.connect(self.url, **self._options)
         except self._psycopg.Error as exc:
-            raise self._unavailable(exc) from exc
+            raise StoreUnreachable(
+                self.location, _hide_password(self.url, _first_line(exc))
+            ) from exc
         link = _Link(connection, asyncio.get_running_loop(), asyncio.Lock())
         self._links.add(link)
-        if not self._prepared:
-            try:
-                await prepare(connection, self.schema, self.location)
-            except BaseException as exc:
-                self._drop(link)
-                if self._lost(exc):
-                    raise self._unavailable(exc) from exc
-                raise
-            self._prepared = True
+        try:
+            # The journal's statements are written for read committed: each sees what others
+            # committed, and the run's row lock orders its writers. Under a server (or a role,
+            # or a URL) defaulting to repeatable read or serializable, a checkpointer that
+            # waited for another to create the schema would miss it, and a writer that waited
+            # for a run's row would fail to serialize. Transactions say so as they begin
+            # (psycopg adds it to BEGIN: no round trip); single statements run at the
+            # session's default, set only when the server's is another.
+            await connection.set_isolation_level(self._psycopg.IsolationLevel.READ_COMMITTED)
+            if not self._prepared:
+                default = await prepare(connection, self.schema, self.location)
+                self._read_committed = default == "read committed"
+                self._prepared = True
+            if not self._read_committed:
+                await connection.execute(_READ_COMMITTED)
+        except BaseException as exc:
+            self._drop(link)
+            if self._lost(exc):
+                raise self._unavailable(exc) from exc
+            forbidden = self._forbidden(exc, connection)
+            if forbidden is not None:
+                raise forbidden from exc
+            raise
         return link
+
+    def _forbidden(self, exc: BaseException, connection: Any) -> StoreForbidden | None:
+        """What to say when the server refused a statement for good: the user lacks a
+        privilege, or the server accepts no writes. None for any other error."""
+        state = getattr(exc, "sqlstate", None)
+        if state == _READ_ONLY:
+            return StoreForbidden(
+                self.location,
+                f"PostgreSQL: {_first_line(exc)}",
+                "the server accepts no writes (a standby, or sessions that default to "
+                "read-only transactions): point the URL at the primary server, or let the "
+                "user write",
+            )
+        if state == _NO_PRIVILEGE:
+            user = connection.info.user
+            return StoreForbidden(
+                self.location,
+                f"PostgreSQL: {_first_line(exc)}",
+                f"grant the user {user} USAGE on schema {self.schema} and SELECT, INSERT and "
+                f"UPDATE on the tables of schema {self.schema}, or connect as the user that "
+                "created the journal",
+            )
+        return None
 
     def _lost(self, exc: BaseException) -> bool:
         """Whether `exc` means the connection is gone (as opposed to a mistake in a query)."""
@@ -320,6 +377,9 @@ class PostgresCheckpointer:
 
 
 _DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
+_READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
+_NO_PRIVILEGE = "42501"  # insufficient_privilege
+_READ_COMMITTED = "SET default_transaction_isolation TO 'read committed'"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -356,6 +416,17 @@ def _without_password(url: str, psycopg: Any) -> str:
     user = f"{params['user']}@" if params.get("user") else ""
     port = f":{params['port']}" if params.get("port") else ""
     return f"postgresql://{user}{params.get('host', '')}{port}/{params.get('dbname', '')}"
+
+
+def _hide_password(url: str, text: str) -> str:
+    """`text` (a message of libpq's about `url`) without the URL's password, or the URL whole.
+
+    libpq quotes what it could not read: the whole URL, or the part at fault, which may be
+    the password itself."""
+    text = text.replace(url, re.sub(r"//[^@/]*@", "//…@", url))
+    userinfo = re.match(r"[a-z]+://([^@/]*)@", url)
+    password = userinfo.group(1).partition(":")[2] if userinfo else ""
+    return text.replace(password, "…") if password else text
 
 
 def _import_psycopg() -> Any:

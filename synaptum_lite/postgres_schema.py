@@ -11,7 +11,7 @@ import contextlib
 import re
 from typing import Any
 
-from .errors import NotAJournal, UnsupportedFormat
+from .errors import DamagedStore, NotAJournal, StoreForbidden, UnsupportedFormat
 from .journal import FORMAT_VERSION, Encoded, is_final, never_started
 
 # The schema says what it is: its `meta` table names the application and the format. A run's
@@ -41,8 +41,15 @@ _TABLES_OF_A_JOURNAL = (
     UNIQUE (run, step_id, phase, attempt)
 )""",
 )
+# The columns every statement below reads or writes, table by table: a journal lacking one was
+# altered by hand, and is refused before any run is read or written.
+_COLUMNS_OF_A_JOURNAL = {
+    "runs": ("id", "run_id", "header", "next_seq", "final_seq"),
+    "events": ("run", "seq", "step_id", "phase", "attempt", "data"),
+}
 _CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
-SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+# PostgreSQL refuses to create a schema named pg_...: those are its own
+SCHEMA_NAME = re.compile(r"(?!pg_)[a-z_][a-z0-9_]{0,62}")
 
 _STATEMENTS = {
     "try_lock": "SELECT pg_try_advisory_lock(%s)",
@@ -86,8 +93,12 @@ SELECT (SELECT next_seq FROM moved)""".replace("EVENTS", events)
     "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
 }
-_TABLES = """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+# every table of a schema, with each of its columns (a table without columns: one row, NULL)
+_COLUMNS = """SELECT c.relname::text, a.attname::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
+_SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)"
 
 
 def statements(schema: str) -> dict[str, str]:
@@ -95,32 +106,91 @@ def statements(schema: str) -> dict[str, str]:
     return {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
 
 
-async def prepare(connection: Any, schema: str, location: str) -> None:
-    """Check the schema is a journal this version reads; create it when it is absent."""
+async def prepare(connection: Any, schema: str, location: str) -> str:
+    """Check the schema is a journal this version reads; create it when it is absent. Returns
+    the session's default isolation level (`default_transaction_isolation`).
+
+    Raises `NotAJournal` (the schema holds other tables), `UnsupportedFormat` (a newer
+    journal), `DamagedStore` (a journal whose tables were altered by hand) and
+    `StoreForbidden` (the user may not create the schema or its tables); none changes it.
+    The transaction must read committed data whatever the server's default isolation (the
+    connection begins its transactions so), so that a checkpointer that waited for another
+    creator's lock sees the journal that creator committed."""
+    from psycopg.errors import InsufficientPrivilege  # psycopg is there: a connection is
+
     async with connection.transaction():
-        await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATING,))  # one creator
-        cursor = await connection.execute(_TABLES, (schema,))
-        tables = sorted(name for (name,) in await cursor.fetchall())
-        if "meta" in tables:
-            cursor = await connection.execute(f'SELECT application, format FROM "{schema}".meta')
-            row = await cursor.fetchone()
-            if row is None or row[0] != APPLICATION:
-                raise NotAJournal(
-                    location, f"its meta table names {row[0] if row else 'no application'}"
-                )
-            if row[1] > FORMAT_VERSION:
-                raise UnsupportedFormat(location, row[1], FORMAT_VERSION)
-            return
-        if tables:
+        cursor = await connection.execute(  # one creator at a time
+            "SELECT current_setting('default_transaction_isolation'), pg_advisory_xact_lock(%s)",
+            (_CREATING,),
+        )
+        (isolation, _) = await cursor.fetchone()
+        cursor = await connection.execute(_COLUMNS, (schema,))
+        columns: dict[str, set[str]] = {}
+        for table, column in await cursor.fetchall():
+            columns.setdefault(table, set()).update([column] if column is not None else [])
+        if "meta" in columns:
+            await _check_journal(connection, schema, location, columns)
+            return str(isolation)
+        if columns:
             raise NotAJournal(
                 location,
-                f"schema {schema} holds other tables: {', '.join(tables)}; "
+                f"schema {schema} holds other tables: {', '.join(sorted(columns))}; "
                 "give the checkpointer another schema=",
             )
-        for statement in _TABLES_OF_A_JOURNAL:
-            await connection.execute(statement.format(schema=f'"{schema}"'))
+        # An administrator may have created the schema for a user who may not create schemas
+        # (PostgreSQL checks that right even for CREATE SCHEMA IF NOT EXISTS): leave it be.
+        cursor = await connection.execute(_SCHEMA_EXISTS, (schema,))
+        (exists,) = await cursor.fetchone()
+        try:
+            for statement in _TABLES_OF_A_JOURNAL[1:] if exists else _TABLES_OF_A_JOURNAL:
+                await connection.execute(statement.format(schema=f'"{schema}"'))
+        except InsufficientPrivilege as exc:
+            user = connection.info.user
+            raise StoreForbidden(
+                location,
+                f"PostgreSQL: {str(exc).strip().splitlines()[0]}",
+                f"the user {user} may not create the journal's "
+                f"{'tables' if exists else 'schema'}: ask an administrator to run "
+                f'CREATE SCHEMA "{schema}" AUTHORIZATION "{user}" (or to grant {user} CREATE '
+                f"on {'that schema' if exists else 'the database'}), or pass schema= one "
+                "where it may create tables",
+            ) from exc
         await connection.execute(
             f'INSERT INTO "{schema}".meta VALUES (%s, %s)', (APPLICATION, FORMAT_VERSION)
+        )
+    return str(isolation)
+
+
+async def _check_journal(
+    connection: Any, schema: str, location: str, columns: dict[str, set[str]]
+) -> None:
+    """Check that a schema with a `meta` table is a journal this version reads, whole."""
+    meta = columns["meta"]
+    if not {"application", "format"} <= meta:
+        raise NotAJournal(
+            location,
+            f"its meta table has the columns {', '.join(sorted(meta)) or '(none)'}, "
+            "not application and format",
+        )
+    cursor = await connection.execute(f'SELECT application, format FROM "{schema}".meta')
+    row = await cursor.fetchone()
+    if row is None or row[0] != APPLICATION:
+        raise NotAJournal(location, f"its meta table names {row[0] if row else 'no application'}")
+    if not isinstance(row[1], int):
+        raise NotAJournal(location, f"its meta table's format is {row[1]!r}, not a number")
+    if row[1] > FORMAT_VERSION:
+        raise UnsupportedFormat(location, row[1], FORMAT_VERSION)
+    missing = [
+        f"{table}.{column}" if table in columns else f"the table {table}"
+        for table, expected in _COLUMNS_OF_A_JOURNAL.items()
+        for column in (expected if table in columns else expected[:1])
+        if column not in columns.get(table, ())
+    ]
+    if missing:
+        raise DamagedStore(
+            location,
+            f"its tables were altered: it lacks {', '.join(missing)}, which this version "
+            "reads and writes",
         )
 
 
