@@ -8,13 +8,19 @@ The SDK's own retries are switched off (`RetryPolicy(max_attempts=1)`): retrying
 job, and a retry the loop does not see is an attempt the journal does not record. SDK errors
 become `ProviderError` with the SDK's own verdict on `retryable` and `retry_after`; a stream cut
 mid-way and a transport failure are retryable (a model call is safe to repeat here: its result
-is journaled only once it completes). The client secret never reaches a message this module
-builds: the SDK holds it as a `SecretStr`, and `_redact` removes it from what the SDK says.
+is journaled only once it completes), and so are a stream that ends without a `finish_reason`
+and a connection httpx reports dropped mid-stream (the SDK lets that through unwrapped). Not
+retried: a body that does not decompress, a chunk of the wrong shape, JSON nested too deeply,
+a stream with no events at all, a completion without a message, and a streamed tool-call piece
+the SDK would drop in part (a name or arguments that are not text). Nothing else escapes. The
+client secret never reaches a message this module builds: the SDK holds it as a `SecretStr`,
+and `_redact` removes it from what the SDK says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
@@ -60,6 +66,18 @@ class AxoniumGateway(LocalGateway):
         **settings: Any,
     ) -> None:
         self._axonium = _sdk()
+        import httpx  # the SDK's own transport, installed with it
+
+        # What a call through the SDK may raise when the platform or the network misbehaves:
+        # the SDK's errors, and what it lets through (httpx while streaming; pydantic's
+        # ValidationError, a ValueError, for a chunk of the wrong shape; RecursionError for
+        # JSON nested too deeply). Each becomes a ProviderError; nothing else escapes.
+        self._failures: tuple[type[BaseException], ...] = (
+            self._axonium.AxoniumError,
+            httpx.HTTPError,
+            ValueError,
+            RecursionError,
+        )
         super().__init__(tools=tools, policy=policy)
         self.model = model
         self._settings = settings
@@ -101,13 +119,19 @@ class AxoniumGateway(LocalGateway):
     # ── the two model calls ─────────────────────────────────────────────────────────────────
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
-        sdk = self._axonium
         try:
             completion = await self._current().chat.completions.create(
                 **request_body(request, self.model)
             )
-        except sdk.AxoniumError as exc:
+        except self._failures as exc:
             raise self._provider_error(exc) from None
+        choice = completion.choices[0] if completion.choices else None
+        if choice is None or choice.message is None:
+            error = (completion.model_extra or {}).get("error")
+            if error is not None:  # an error inside a successful (HTTP 200) answer
+                what = "with an error inside a successful (HTTP 200) answer"
+                raise self._unreadable(what, error, retryable=_retryable_code(error))
+            raise self._unreadable("without choices[0].message", completion.model_dump())
         return ModelResponse(
             text=completion.content or None,
             tool_calls=self._calls(completion.tool_calls),
@@ -115,21 +139,40 @@ class AxoniumGateway(LocalGateway):
         )
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
-        sdk = self._axonium
+        chunks, finished = 0, False
         try:
             # Leaving this block (also by `aclose()`) closes the SDK's stream and its response.
             async with self._current().chat.completions.stream(
                 **request_body(request, self.model)
             ) as s:
                 async for chunk in s:
+                    chunks += 1
+                    finished = finished or bool(chunk.finish_reason)
+                    for piece in chunk.tool_call_fragments:
+                        self._check_piece(piece)
                     if chunk.content:
                         yield chunk.content
+                if not finished:
+                    # The SDK ends quietly on a body that is no stream at all (a JSON answer, an
+                    # HTML page) and on a stream cut short: neither is an answer to journal.
+                    if chunks == 0:
+                        raise ProviderError(
+                            f"Axonium at {self.base_url} answered a streamed request with no "
+                            "server-sent events (a whole JSON answer, a page, a redirect?); "
+                            "check AXONIUM_GATEWAY_BASE_URL",
+                            retryable=False,
+                        )
+                    raise ProviderError(
+                        f"Axonium at {self.base_url} ended the stream before it was complete "
+                        "(no finish_reason); the call can be made again",
+                        retryable=True,
+                    )
                 response = ModelResponse(
                     text=s.content or None,
                     tool_calls=self._calls(s.tool_calls),
                     usage=_usage(s.usage()),
                 )
-        except sdk.AxoniumError as exc:
+        except self._failures as exc:
             raise self._provider_error(exc) from None
         yield response
 
@@ -172,7 +215,7 @@ class AxoniumGateway(LocalGateway):
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "[redacted]") if self._secret else text
 
-    def _provider_error(self, exc: Exception) -> ProviderError:
+    def _provider_error(self, exc: BaseException) -> ProviderError:
         sdk = self._axonium
         where = f"Axonium at {self.base_url}"
         if isinstance(exc, sdk.APIError):
@@ -193,8 +236,44 @@ class AxoniumGateway(LocalGateway):
         if isinstance(exc, sdk.TransportError | sdk.StreamInterruptedError):
             message = f"{where} failed in transit ({type(exc).__name__}: {exc})"
             return ProviderError(self._redact(message), retryable=True)
+        if not isinstance(exc, sdk.AxoniumError):
+            import httpx
+
+            if isinstance(exc, httpx.TransportError):
+                detail = _excerpt(self._redact(str(exc)))
+                message = f"{where} failed in transit ({type(exc).__name__}: {detail})"
+                return ProviderError(self._redact(message), retryable=True)
+            what = "JSON nested too deeply" if isinstance(exc, RecursionError) else "a body"
+            message = (
+                f"{where} answered {what} the SDK cannot read ({type(exc).__name__}: "
+                f"{_excerpt(self._redact(str(exc)))}); check AXONIUM_GATEWAY_BASE_URL"
+            )
+            return ProviderError(self._redact(message), retryable=False)
         message = f"{where}: the SDK refused the call ({type(exc).__name__}: {exc})"
         return ProviderError(self._redact(message), retryable=False)
+
+    def _unreadable(self, what: str, value: Any, *, retryable: bool = False) -> ProviderError:
+        try:
+            shown = json.dumps(value, ensure_ascii=False, default=repr)
+        except (ValueError, RecursionError):
+            shown = repr(value)
+        message = (
+            f"Axonium at {self.base_url} answered {what}: {_excerpt(self._redact(shown))!r}; "
+            "check AXONIUM_GATEWAY_BASE_URL"
+        )
+        return ProviderError(self._redact(message), retryable=retryable)
+
+    def _check_piece(self, piece: Any) -> None:
+        """Refuse a streamed tool-call piece the SDK would drop in part (a name that is not
+        text, arguments sent as an object or a number): the call would run without them."""
+        function = piece.get("function") if isinstance(piece, dict) else None
+        if function is None and isinstance(piece, dict):
+            return
+        if not isinstance(function, dict):
+            raise self._unreadable("a tool-call piece whose function is not an object", piece)
+        for field in ("name", "arguments"):
+            if function.get(field) is not None and not isinstance(function[field], str):
+                raise self._unreadable(f"a tool-call piece whose {field} is not text", piece)
 
 
 def _usage(usage: Any) -> Usage:
@@ -205,6 +284,13 @@ def _usage(usage: Any) -> Usage:
         input_tokens=token_count(usage.prompt_tokens),
         output_tokens=token_count(usage.completion_tokens),
         cached_tokens=token_count(usage.cache_read_tokens),
+    )
+
+
+def _retryable_code(error: Any) -> bool:
+    code = error.get("code") if isinstance(error, dict) else None
+    return (
+        isinstance(code, int) and not isinstance(code, bool) and (code in (408, 429) or code >= 500)
     )
 
 

@@ -34,6 +34,7 @@ from synaptum_lite.errors import ConfigurationError  # noqa: E402
 
 from . import conftest  # noqa: E402
 from .fault_server import Exchange, FaultServer  # noqa: E402
+from .test_hostile_server import SCENARIOS as HOSTILE  # noqa: E402
 from .test_http_gateway import RUNS, consultar_saldo, request  # noqa: E402
 
 CLIENT_ID = "cliente-demo"
@@ -212,3 +213,102 @@ def test_without_the_sdk_the_error_says_how_to_install(monkeypatch: pytest.Monke
 
     with pytest.raises(ConfigurationError, match=r"pip install 'synaptum-lite\[axonium\]'"):
         AxoniumGateway(client_id=CLIENT_ID, client_secret=SECRET)
+
+
+# ── a platform that misbehaves: nothing but ProviderError leaves the adapter ───────────────────
+
+
+def behind_auth(scenario: Any) -> Any:
+    """`scenario` for the chat endpoint, with the token endpoint answering as the platform does."""
+
+    async def answer(ex: Exchange) -> None:
+        if ex.path.endswith("/oauth2/token"):
+            await send_token(ex)
+        else:
+            await scenario(ex)
+
+    return answer
+
+
+def axo_failure(server: FaultServer, name: str, scenario: Any, *, streaming: bool) -> ProviderError:
+    server.scenarios[name] = behind_auth(scenario)
+    error = failure(server, name, streaming=streaming)
+    assert SECRET not in "".join(traceback.format_exception(error))
+    return error
+
+
+@pytest.mark.parametrize(
+    ("fault", "retryable", "says"),
+    [
+        ("gzip_garbage", False, "a body the SDK cannot read (DecodingError"),
+        ("promises_more", True, "failed in transit (RemoteProtocolError"),
+        ("deep_event", False, "JSON nested too deeply the SDK cannot read"),
+        ("stream_delta_text", False, "a body the SDK cannot read (ValidationError"),
+        ("stream_name_number", False, "a tool-call piece whose name is not text"),
+        ("stream_arguments_object", False, "a tool-call piece whose arguments is not text"),
+        ("streams_html", False, "answered a streamed request with no server-sent events"),
+        ("in_band_503", False, "answered a streamed request with no server-sent events"),
+    ],
+)
+def test_a_stream_the_sdk_cannot_use_is_a_provider_error_that_says_why(
+    server: FaultServer, fault: str, retryable: bool, says: str
+) -> None:
+    error = axo_failure(server, f"axo_s_{fault}", HOSTILE[fault], streaming=True)
+
+    assert error.retryable is retryable
+    assert says in str(error)
+
+
+async def stream_stops_without_finishing(ex: Exchange) -> None:
+    await ex.start_sse()
+    await ex.send_event(conftest.chunk({"content": "El saldo "}))
+    await ex.end_sse()
+
+
+def test_a_stream_that_ends_without_a_finish_reason_is_retryable_not_an_empty_answer(
+    server: FaultServer,
+) -> None:
+    error = axo_failure(server, "axo_unfinished", stream_stops_without_finishing, streaming=True)
+
+    assert error.retryable and "ended the stream before it was complete" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("fault", "retryable", "says"),
+    [
+        ("message_null", False, "answered without choices[0].message"),
+        ("in_band_503", True, "with an error inside a successful (HTTP 200) answer"),
+        ("deep_body", False, "JSON nested too deeply the SDK cannot read"),
+        ("deep_arguments", False, "tool call 0's arguments nested deeper than 100 levels"),
+    ],
+)
+def test_a_completion_without_an_answer_is_a_provider_error_not_an_empty_answer(
+    server: FaultServer, fault: str, retryable: bool, says: str
+) -> None:
+    error = axo_failure(server, f"axo_c_{fault}", HOSTILE[fault], streaming=False)
+
+    assert error.retryable is retryable
+    assert says in str(error)
+
+
+def test_two_calls_with_one_id_get_an_id_each_and_bad_usage_stays_unmeasured(
+    server: FaultServer,
+) -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    }
+    usage = {"prompt_tokens": -5, "completion_tokens": 10**30}
+
+    async def twins(ex: Exchange) -> None:
+        await ex.send_json(200, conftest.completion(message, usage=usage))
+
+    server.scenarios["axo_twins"] = behind_auth(twins)
+    response = asyncio.run(gateway(server, "axo_twins").complete(request()))
+
+    assert [call.id for call in response.tool_calls] == ["a", "a_1"]
+    assert response.usage == Usage(None, None, None)
