@@ -177,6 +177,7 @@ class _Database:
         self._file: runlock.LockedFile | None = None  # keeps the lock descriptor open (runlock.py)
         self._checked = False  # the file's structure was checked before this process wrote
         self._damage: str | None = None  # what showed the file is damaged, once seen
+        self._log: tuple[object, object] | None = None  # its -wal and -shm files (`_keep_log`)
 
     def load(self, run_id: str) -> tuple[Any, Any]:
         return self._run(sql.load, run_id)
@@ -214,7 +215,39 @@ class _Database:
             self._checked = True
         if self._damage is not None:
             raise DamagedStore(self.name, f"{self._damage}; run {run_id!r} was not written")
-        return self._run(function, run_id, *args)
+        result = self._run(function, run_id, *args)
+        self._keep_log()
+        return result
+
+    def _keep_log(self) -> None:
+        """Make sure what was just committed is in files that have names, before the caller
+        yields it.
+
+        A commit lands in the write-ahead log (`<name>-wal`), which SQLite keeps open: a log
+        deleted while the journal is open (a tidy-up script, a person cleaning the folder)
+        still takes every commit, and they all vanish when the process dies, then the resume
+        pays and does everything again. A deleted or replaced index (`<name>-shm`) lets the
+        next process build another one, and two processes that do not see each other's
+        writes can damage the file. So after each write the two files must still be the ones
+        this connection opened (two `stat` calls, a few microseconds): if not, the log it
+        still has open is copied into the file (a checkpoint, synced) and the connection is
+        opened again, which makes both anew."""
+        if self._connection is None or _beside(self.path) == self._log:
+            return
+        try:
+            busy, _, _ = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            busy, cause = 1, f"SQLite: {exc}"
+        else:
+            cause = "another connection was reading it"
+        self.close()  # the next call opens it again, with a log and an index that have names
+        if busy:
+            raise StoreUnavailable(
+                self.name,
+                f"its write-ahead log {self.name}-wal or its index {self.name}-shm was deleted "
+                "or replaced while the journal was open, and the last commits could not be "
+                f"copied into the file ({cause}); leave the files beside a journal in place",
+            )
 
     def _run(self, function: Callable[..., T], *args: Any) -> T:
         try:
@@ -251,7 +284,22 @@ class _Database:
             connection.close()
             raise
         self._connection = connection
+        self._log = _beside(self.path)
         if self._file is None:
             with contextlib.suppress(LockFailed):  # then no hold can open the file either
                 self._file = runlock.enter_file(self.path)
         return connection
+
+
+def _beside(path: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """The identity of the write-ahead log and the index SQLite keeps beside `path` (None for
+    one that does not exist)."""
+    return _identity(path + "-wal"), _identity(path + "-shm")
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
