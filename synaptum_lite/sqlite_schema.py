@@ -13,7 +13,13 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import CorruptJournal, NotAJournal, StoreUnavailable, UnsupportedFormat
+from .errors import (
+    CorruptJournal,
+    DamagedStore,
+    NotAJournal,
+    StoreUnavailable,
+    UnsupportedFormat,
+)
 from .events import Record
 from .journal import FORMAT_VERSION, Encoded, is_final, never_started
 
@@ -43,6 +49,7 @@ _TABLES = (
     UNIQUE (run, step_id, phase, attempt)
 )""",
 )
+_TABLE_NAMES = ("runs", "events")
 # Compression pays its rent in bytes, not time: benchmarks/core_journal.py (N=200 and 400,
 # medians of 3, side by side) measured a prose-like journal at 1.01-1.05 x its payload with it
 # and 1.85-1.89 x without (0.56 x the file), at the same CPU per step (0.76-0.79 ms against
@@ -64,8 +71,9 @@ def prepare(connection: sqlite3.Connection, name: str, durability: str) -> None:
     """Check the file `name` is a journal this version reads, create one in an empty file,
     and set the connection's journal mode and durability.
 
-    Raises `NotAJournal`, `UnsupportedFormat`, or `StoreUnavailable` when SQLite cannot open
-    the file."""
+    Raises `NotAJournal` (not SQLite, or another application's database), `UnsupportedFormat`,
+    `DamagedStore` (cut short or damaged), or `StoreUnavailable` when SQLite cannot open or
+    read the file."""
     try:
         connection.execute("BEGIN")  # one snapshot: another process may be creating the file
         application_id = connection.execute("PRAGMA application_id").fetchone()[0]
@@ -76,18 +84,29 @@ def prepare(connection: sqlite3.Connection, name: str, durability: str) -> None:
         }
         connection.execute("COMMIT")
     except sqlite3.DatabaseError as exc:
-        if primary_code(exc) == SQLITE_CANTOPEN:
+        code = primary_code(exc)
+        if code == SQLITE_NOTADB:  # text, zeros, anything without SQLite's header
+            raise NotAJournal(name, f"SQLite says: {exc}") from exc
+        if code == SQLITE_CORRUPT:  # a database cut short, or damaged
+            raise DamagedStore(name, f"SQLite: {exc}; nothing was written") from exc
+        if code == SQLITE_CANTOPEN:
             raise StoreUnavailable(name, f"SQLite cannot open it: {exc}") from exc
-        raise NotAJournal(name, f"SQLite says: {exc}") from exc
-    if application_id != APPLICATION_ID and (tables or application_id):
-        what = (
-            f"it holds other tables: {', '.join(sorted(tables))}"
-            if tables
-            else "another application's id"
-        )
+        raise StoreUnavailable(name, f"SQLite: {exc}") from exc  # the disk failed reading it
+    if application_id != APPLICATION_ID and (tables or application_id or version):
+        if tables:
+            what = f"it holds other tables: {', '.join(sorted(tables))}"
+        elif application_id:
+            what = "another application's id"
+        else:
+            what = f"another application's version number {version}, and no tables"
         raise NotAJournal(name, what)
     if version > FORMAT_VERSION:
         raise UnsupportedFormat(name, version, FORMAT_VERSION)
+    missing = sorted(set(_TABLE_NAMES) - tables) if application_id == APPLICATION_ID else []
+    if missing:
+        raise DamagedStore(
+            name, f"it is marked as a journal but lacks its tables {', '.join(missing)}"
+        )
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute(f"PRAGMA synchronous={durability.upper()}")
     connection.execute("PRAGMA busy_timeout=5000")
