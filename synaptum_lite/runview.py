@@ -6,8 +6,11 @@ command line (`cli.py`) does. Built on the package's public API only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import re
 import sqlite3
+import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +55,7 @@ class Store:
     secret: str = ""  # the URL's password: never printed
     url: str = ""  # a PostgreSQL store's URL and schema
     schema: str = ""
+    locks: set[int] | None = None  # the server's advisory locks, once asked (see `is_held`)
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -177,15 +181,66 @@ async def _postgres(store: Store, sql: str, *params: str) -> list[tuple[Any, ...
 
 
 async def is_held(store: Store, run_id: str) -> bool:
-    """Whether a driver holds the run now: taken and released at once, never waited for.
+    """Whether a driver holds the run now, asked without taking the run's lock, so a driver
+    that asks for the run in that instant gets it: SQLite on Linux asks the file which lock
+    covers the run's byte (`F_OFD_GETLK`), PostgreSQL asks `pg_locks` for the run's advisory
+    lock (once per command: a listing is told the locks held when it began).
 
-    A driver that asks for the run in that instant is told it is busy, as it would be by
-    any other holder; nothing blocks."""
+    Where neither can be asked (macOS, Windows, Pyodide) the lock is taken and released at
+    once, and a driver asking for the run in that instant is told it is busy."""
+    checkpointer = store.checkpointer
+    if isinstance(checkpointer, SqliteCheckpointer):
+        asked = _file_says_held(os.fspath(checkpointer.path), run_id)
+        if asked is not None:
+            return asked
+    elif store.url:
+        from .postgres import _lock_key
+
+        if store.locks is None:
+            store.locks = await _advisory_locks(store)
+        return _lock_key(store.schema, run_id) in store.locks
     try:
-        async with store.checkpointer.hold(run_id):
+        async with checkpointer.hold(run_id):
             return False
     except RunBusy:
         return True
+
+
+def _file_says_held(path: str, run_id: str) -> bool | None:
+    """Whether another driver holds the run's byte of the journal (see runlock.py), or None
+    where open-file-description locks cannot be asked."""
+    from . import runlock
+
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    if sys.platform in ("emscripten", "wasi") or not hasattr(fcntl, "F_OFD_GETLK"):
+        return None
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    offset = runlock._RUN_LOCKS_FROM + (digest >> 3)  # the byte `runlock.lock_run` locks
+    locked = runlock.enter_file(path, run_id)  # this process's descriptor: see runlock.py
+    try:
+        if offset in locked.held:
+            return True  # a driver of this process
+        asked = runlock._OFD_LOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, offset, 1, 0)
+        answer = fcntl.fcntl(locked.fd, fcntl.F_OFD_GETLK, asked)
+        return bool(runlock._OFD_LOCK.unpack(answer)[0] != fcntl.F_UNLCK)
+    finally:
+        runlock.leave_file(locked)
+
+
+async def _advisory_locks(store: Store) -> set[int]:
+    """The 64-bit advisory locks held now in the store's database (`pg_try_advisory_lock`'s
+    keys, as signed numbers)."""
+    rows = await _postgres(
+        store,
+        "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory' "
+        "AND granted AND objsubid = 1 AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    keys = {high << 32 | low for high, low in rows}
+    return {key - (1 << 64) if key >= 1 << 63 else key for key in keys}
 
 
 # ── a run as the operator reads it ─────────────────────────────────────────────────────────

@@ -409,3 +409,65 @@ def test_after_its_driver_is_killed_the_step_is_uncertain_and_resolved_once(
     resumed = child(store, tmp_path, "r")
     assert resumed.returncode == 0 and "final" in resumed.stdout, resumed.stderr
     assert effects(tmp_path, "r")["transferir"] == 1  # resolved by the operator, never rerun
+
+
+# ── reading never takes the run from a driver ───────────────────────────────────────────────
+
+HOLDER = """
+import asyncio, os, sys
+from synaptum_lite import RunBusy
+from tests.core.agents import open_store
+
+async def main(store, stop):
+    checkpointer, taken, busy = open_store(store), 0, 0
+    print("ready", flush=True)
+    while not os.path.exists(stop):  # a driver taking the run again and again, as workers do
+        try:
+            async with checkpointer.hold("r"):
+                taken += 1
+        except RunBusy:
+            busy += 1
+    print(taken, busy)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+LOOKER = """
+import asyncio, contextlib, io, sys
+from synaptum_lite import cli
+
+async def main(store, times):
+    for _ in range(int(times)):
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert await cli.run(["show", store, "r"]) == 0
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+LOOKS = {"sqlite": 150, "postgres": 40}  # a PostgreSQL look connects: slower, and as likely
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_looking_at_a_run_never_makes_a_driver_that_asks_for_it_find_it_busy(
+    kind: str, tmp_path: Path
+) -> None:
+    """`show` and `runs` ask whether a driver holds the run. Asked by taking the lock and
+    letting it go, a driver asking in that instant was told the run was busy (before: 150
+    looks at a SQLite run made it busy 3-194 times, 40 at a PostgreSQL run 35-108); asked
+    without taking it, never."""
+    store = store_in(kind, tmp_path)
+    assert child(store, tmp_path, "r", "--stop-at", "3").returncode == 0  # an open run
+    stop = tmp_path / "basta"
+    python = [sys.executable, "-c"]
+    driver = subprocess.Popen(
+        [*python, HOLDER, store, str(stop)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert driver.stdout is not None and driver.stdout.readline() == "ready\n"
+        looked = subprocess.run([*python, LOOKER, store, str(LOOKS[kind])], cwd=ROOT, timeout=120)
+        assert looked.returncode == 0
+    finally:
+        stop.touch()
+        out, _ = driver.communicate(timeout=60)
+    taken, busy = map(int, out.split())
+    assert taken > 0 and busy == 0, f"the driver took the run {taken} times, found it busy {busy}"
