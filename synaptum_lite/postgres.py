@@ -90,6 +90,10 @@ class PostgresCheckpointer:
                 "schema must be a lowercase SQL name (letters, digits and _, at most 63) that "
                 f"cannot start with pg_ (PostgreSQL keeps those for itself), got {schema!r}"
             )
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int):
+            raise ConfigurationError(
+                f"connect_timeout must be whole seconds (0: wait for ever), got {connect_timeout!r}"
+            )
         try:
             params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
@@ -412,21 +416,30 @@ def _without_password(url: str, psycopg: Any) -> str:
     try:
         params = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
-        return re.sub(r"//[^@/]*@", "//…@", url)
+        return _redacted(url)
     user = f"{params['user']}@" if params.get("user") else ""
     port = f":{params['port']}" if params.get("port") else ""
     return f"postgresql://{user}{params.get('host', '')}{port}/{params.get('dbname', '')}"
+
+
+def _redacted(url: str) -> str:
+    """`url` as written, without what may hold a password: the user part, and the value of a
+    `password=` parameter."""
+    return re.sub(r"([?&]password=)[^&#]*", r"\1…", re.sub(r"//[^@/?#]*@", "//…@", url))
 
 
 def _hide_password(url: str, text: str) -> str:
     """`text` (a message of libpq's about `url`) without the URL's password, or the URL whole.
 
     libpq quotes what it could not read: the whole URL, or the part at fault, which may be
-    the password itself."""
-    text = text.replace(url, re.sub(r"//[^@/]*@", "//…@", url))
-    userinfo = re.match(r"[a-z]+://([^@/]*)@", url)
-    password = userinfo.group(1).partition(":")[2] if userinfo else ""
-    return text.replace(password, "…") if password else text
+    the password itself (after the user, or in a `password=` parameter)."""
+    text = text.replace(url, _redacted(url))
+    userinfo = re.match(r"[a-z]+://([^@/?#]*)@", url)
+    secrets = [userinfo.group(1).partition(":")[2]] if userinfo else []
+    secrets += re.findall(r"[?&]password=([^&#]*)", url)
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "…")
+    return text
 
 
 def _import_psycopg() -> Any:

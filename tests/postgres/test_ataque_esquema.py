@@ -57,6 +57,9 @@ def with_options(url: str, options: str) -> str:
         "postgresql://ana:secreto@[::1/db",  # libpq quotes the whole URL in its message
         "postgresql://ana:se%zzcreto@host/db",  # ...or the password alone
         "postgresql://ana:secreto@host/db?sslmode",
+        "postgresql://ana@[::1/db?password=secreto",  # a password may be a parameter too
+        "postgresql://ana@host/db?password=se%zzcreto",
+        "postgresql://ana@host/db?sslmode=require&password=secreto&x",
     ],
 )
 def test_a_url_libpq_cannot_read_is_refused_without_showing_its_password(url):
@@ -66,6 +69,14 @@ def test_a_url_libpq_cannot_read_is_refused_without_showing_its_password(url):
     assert "cannot read the PostgreSQL URL" in message
     assert "secreto" not in message and "creto" not in message
     assert "postgresql://…@" in message or "postgresql://" not in message
+
+
+@pytest.mark.parametrize("timeout", ["10", 2.5, None, True])
+def test_a_connect_timeout_that_is_not_whole_seconds_is_refused_before_connecting(timeout):
+    with pytest.raises(
+        ConfigurationError, match=f"connect_timeout must be whole seconds.*{timeout!r}"
+    ):
+        PostgresCheckpointer("postgresql://ana@127.0.0.1:1/db", connect_timeout=timeout)
 
 
 def test_a_schema_name_postgresql_keeps_for_itself_is_refused_before_connecting():
