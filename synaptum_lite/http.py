@@ -235,7 +235,7 @@ class OpenAICompatibleGateway(LocalGateway):
                             raise self._protocol_error(
                                 "with an SSE event that is not an object", data
                             )
-                        if "error" in event:
+                        if event.get("error") is not None:  # some send "error": null
                             raise self._in_band_error(event["error"], streaming=True)
                         try:
                             fragment = assembly.feed(event)
@@ -343,7 +343,7 @@ class OpenAICompatibleGateway(LocalGateway):
 
     def _read_completion(self, raw: bytes) -> ModelResponse:
         body = self._json(raw, "a body")
-        if isinstance(body, dict) and "error" in body and "choices" not in body:
+        if isinstance(body, dict) and body.get("error") is not None and "choices" not in body:
             raise self._in_band_error(body["error"], streaming=False)
         try:
             return completion_from_wire(body)
@@ -379,7 +379,7 @@ class OpenAICompatibleGateway(LocalGateway):
         )
 
     def _transport_error(self, what: str, exc: Exception) -> ProviderError:
-        reason = str(exc) or type(exc).__name__
+        reason = _excerpt(self._redact(str(exc))) or type(exc).__name__
         message = f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason})"
         return ProviderError(self._redact(message), retryable=True)
 

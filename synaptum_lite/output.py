@@ -51,18 +51,33 @@ class OutputFormat:
         )
 
     def read(self, text: str | None) -> tuple[Any, str | None]:
-        """The caller's output from the final text, or the problem to tell the model."""
+        """The caller's output from the final text, or the problem to tell the model.
+
+        Never raises for what the model wrote (its answer is journaled, so an exception here
+        would be raised again on every resume): text that is not JSON, JSON nested too deeply
+        to read, a value that does not fit the schema, or one the dataclass's own checks
+        (`__post_init__`) refuse with `ValueError` or `TypeError` are all problems to tell.
+        """
         if self._parse is None:
             return text, None
         body = (text or "").strip()
         if body.startswith("```"):
             body = body.strip("`").removeprefix("json").strip()
         try:
-            return self._parse(json.loads(body)), None
+            value = json.loads(body)
         except ValueError as exc:
             problem = f"it is not JSON: {exc}"
-        except InvalidToolCall as exc:
-            problem = exc.problem
+        except RecursionError:  # a model's `[[[[...`: journaled, so it must not raise on resume
+            problem = "it nests too deeply to read"
+        else:
+            try:
+                return self._parse(value), None
+            except InvalidToolCall as exc:
+                problem = exc.problem
+            except RecursionError:
+                problem = "it nests too deeply to read"
+            except (TypeError, ValueError) as exc:  # the dataclass's own checks refused it
+                problem = f"{type(exc).__name__}: {exc}"
         return (
             None,
             f"Your answer is not valid ({problem}). "

@@ -9,6 +9,7 @@ healthy server pays only for the calls never answered, counted at the server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import time
@@ -21,9 +22,11 @@ import pytest
 pytest.importorskip("httpx", reason="the HTTP gateway needs the `http` extra")
 
 from synaptum_lite import (  # noqa: E402
+    Agent,
     ModelResponse,
     Phase,
     ProviderError,
+    Session,
     SqliteCheckpointer,
     ToolCall,
     Usage,
@@ -674,23 +677,25 @@ def first_turn_then(fault: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("fault", "streaming"),
+    ("fault", "streaming", "attempts"),
     [
-        ("message_null", False),
-        ("content_number", False),
-        ("gzip_garbage", False),
-        ("deep_body", False),
-        ("deep_arguments", False),
-        ("stream_delta_text", True),
-        ("stream_name_number", True),
-        ("streams_html", True),
+        ("message_null", False, 1),
+        ("content_number", False, 1),
+        ("gzip_garbage", False, 1),
+        ("deep_body", False, 1),
+        ("deep_arguments", False, 1),
+        ("stream_delta_text", True, 1),
+        ("stream_name_number", True, 1),
+        ("streams_html", True, 1),
+        ("promises_more", False, 4),  # retryable: the loop's four attempts, one journal entry
+        ("chunks_cut", True, 4),
     ],
 )
 def test_a_bad_answer_mid_run_is_journaled_as_attempted_and_a_resume_pays_only_for_it(
-    server: FaultServer, tmp_path: Path, fault: str, streaming: bool
+    server: FaultServer, tmp_path: Path, fault: str, streaming: bool, attempts: int
 ) -> None:
     RUNS["consultar_saldo"] = 0
-    name = f"then_{fault}"
+    name = f"then_{fault}_{streaming}"
     server.scenarios[name] = first_turn_then(SCENARIOS[fault])
 
     with pytest.raises(ProviderError) as caught:
@@ -705,9 +710,9 @@ def test_a_bad_answer_mid_run_is_journaled_as_attempted_and_a_resume_pays_only_f
         ("000001-tool", Phase.COMPLETED),
         ("000002-model", Phase.ATTEMPTED),
     ]
-    assert requests_to(server, name) == 2 and RUNS["consultar_saldo"] == 1
+    assert requests_to(server, name) == 1 + attempts and RUNS["consultar_saldo"] == 1
 
-    healthy = f"healthy_{fault}"
+    healthy = f"healthy_{fault}_{streaming}"
     server.scenarios[healthy] = teller
     final = run_agent(gateway(server, healthy), tmp_path, streaming=streaming)
 
@@ -728,3 +733,90 @@ def test_a_paid_answer_read_from_a_body_sent_gzipped_is_kept(server: FaultServer
     answer = call_model(server, "gzipped", streaming=False)
 
     assert answer == ModelResponse(text="Lo siento.", usage=Usage(31, 12))
+
+
+# ── a stream, however its bytes are cut ───────────────────────────────────────────────────────
+
+
+async def byte_by_byte_crlf(ex: Exchange) -> None:
+    """The teller's answer as SSE with CRLF line ends, each byte in a chunk of its own (so a CR
+    and its LF, and the three bytes of €, arrive apart), then an event with "error": null."""
+    events = [
+        chunk({"role": "assistant", "content": "El saldo "}) | {"error": None},
+        chunk({"content": "es de 4.200,00 €."}),
+        chunk({}, "stop"),
+        {"choices": [], "usage": USAGE},
+    ]
+    ex._head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+    text = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\r\n\r\n" for e in events)
+    for byte in (text + "data: [DONE]\r\n\r\n").encode():
+        ex.writer.write(b"1\r\n" + bytes([byte]) + b"\r\n")
+    ex.writer.write(b"0\r\n\r\n")
+    await ex.writer.drain()
+
+
+def test_a_stream_cut_at_every_byte_with_crlf_line_ends_reads_as_sent(
+    server: FaultServer,
+) -> None:
+    server.scenarios["byte_by_byte_crlf"] = byte_by_byte_crlf
+
+    items = call_model(server, "byte_by_byte_crlf", streaming=True)
+
+    assert items[:-1] == ["El saldo ", "es de 4.200,00 €."]
+    assert items[-1] == ModelResponse(text="El saldo es de 4.200,00 €.", usage=Usage(31, 12))
+
+
+# ── a typed answer that cannot be read ────────────────────────────────────────────────────────
+
+
+@dataclasses.dataclass
+class Saldo:
+    cuenta: str
+    importe: float
+
+    def __post_init__(self) -> None:
+        if self.importe < 0:
+            raise ValueError(f"importe must not be negative, got {self.importe}")
+        if not self.cuenta.startswith("ES"):
+            raise TypeError(f"cuenta must be a Spanish IBAN, got {self.cuenta!r}")
+
+
+@pytest.mark.parametrize(
+    ("bad", "told"),
+    [
+        (DEEP, "it nests too deeply to read"),
+        ('{"cuenta": "ES91", "importe": -3}', "ValueError: importe must not be negative, got -3.0"),
+        (
+            '{"cuenta": "FR76", "importe": 3}',
+            "TypeError: cuenta must be a Spanish IBAN, got 'FR76'",
+        ),
+    ],
+    ids=["nested-too-deeply", "refused-with-valueerror", "refused-with-typeerror"],
+)
+def test_a_typed_answer_that_cannot_be_read_is_told_to_the_model_and_never_raises_on_resume(
+    server: FaultServer, tmp_path: Path, bad: str, told: str
+) -> None:
+    name = f"typed_{len(bad)}"
+    good = '{"cuenta": "ES91", "importe": 4200.0}'
+    server.scenarios[name] = scripted(
+        {"role": "assistant", "content": bad}, {"role": "assistant", "content": good}
+    )
+    agent = Agent("cajero", model="modelo-x", instructions="Responde el saldo.", output=Saldo)
+
+    def run(model: OpenAICompatibleGateway) -> Any:
+        session = Session("run-1", model, SqliteCheckpointer(tmp_path / "runs.db"))
+
+        async def drive() -> Any:
+            return [step async for step in agent.run("¿Saldo de ES91?", session=session)][-1]
+
+        return asyncio.run(drive())
+
+    final = run(gateway(server, name))
+
+    assert final.output == Saldo("ES91", 4200.0)
+    feedback = server.last(name).body["messages"][-1]
+    assert (
+        feedback["role"] == "user" and f"Your answer is not valid ({told})" in feedback["content"]
+    )
+    again = gateway(server, name)  # closed: the typed output is read again from the journal
+    assert run(again).output == Saldo("ES91", 4200.0) and again.model_calls == 0
