@@ -180,6 +180,24 @@ def test_a_renamed_tool_at_a_journaled_position_is_a_divergence_naming_the_step(
     assert "consultar_saldo" in str(divergence.value)
 
 
+def test_a_paid_model_step_whose_context_the_journal_no_longer_derives_is_refused():
+    """Each paid model step keeps the fingerprint of the request that left; a journal whose
+    tool result was changed by hand derives another context for the next model step."""
+    store = MemoryCheckpointer()
+    run(drive(make_agent(Counter()), session(store)[0]))  # closed: two model steps paid
+    lines = run(export_run(store, "r"))
+    assert "-final" in lines[-1] and any("ES91: 4.200,00 €" in line for line in lines)
+    # the tool's result changed, and the final step dropped: the run is open again
+    changed = [line.replace("ES91: 4.200,00 €", "ES91: 9.999,00 €") for line in lines[:-1]]
+    edited = MemoryCheckpointer()
+    run(import_run(edited, "\n".join(changed) + "\n"))
+    counter, (resumed, gateway) = Counter(), session(edited)
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(make_agent(counter), resumed))
+    assert divergence.value.step_id == "000002-model"  # the first step derived otherwise
+    assert (gateway.model_calls, counter.runs) == (0, 0)  # nothing paid, nothing run
+
+
 def test_a_journaled_tool_step_for_another_call_is_refused():
     store = MemoryCheckpointer()
     agent = make_agent(Counter())
