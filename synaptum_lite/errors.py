@@ -176,6 +176,20 @@ class StoreForbidden(JournalError):
         )
 
 
+class StoreReplaced(StoreUnavailable):
+    """The journal file was replaced or deleted under a store that had it open."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        self.location = location
+        self.detail = detail
+        JournalError.__init__(
+            self,
+            f"the journal file {location} was replaced or deleted while this store had it "
+            f"open ({detail}); restore the file that was moved away to go on from where this "
+            "store was, or open the journal again to go on from what the file now holds",
+        )
+
+
 class RunBusy(SynaptumError):
     """Another driver holds the run: two workers must not drive one run at once."""
 

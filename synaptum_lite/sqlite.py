@@ -29,6 +29,7 @@ from .errors import (
     LockFailed,
     NotAJournal,
     StoreFull,
+    StoreReplaced,
     StoreUnavailable,
 )
 from .events import Record, Step
@@ -177,7 +178,7 @@ class _Database:
         self._file: runlock.LockedFile | None = None  # keeps the lock descriptor open (runlock.py)
         self._checked = False  # the file's structure was checked before this process wrote
         self._damage: str | None = None  # what showed the file is damaged, once seen
-        self._log: tuple[object, object] | None = None  # its -wal and -shm files (`_keep_log`)
+        self._files: tuple[object, ...] = ()  # the file, its -wal and -shm, opened (`_keep_log`)
 
     def load(self, run_id: str) -> tuple[Any, Any]:
         return self._run(sql.load, run_id)
@@ -220,27 +221,36 @@ class _Database:
         return result
 
     def _keep_log(self) -> None:
-        """Make sure what was just committed is in files that have names, before the caller
-        yields it.
+        """Make sure what was just committed is in the journal's own files, with their names,
+        before the caller yields it.
 
         A commit lands in the write-ahead log (`<name>-wal`), which SQLite keeps open: a log
         deleted while the journal is open (a tidy-up script, a person cleaning the folder)
         still takes every commit, and they all vanish when the process dies, then the resume
         pays and does everything again. A deleted or replaced index (`<name>-shm`) lets the
         next process build another one, and two processes that do not see each other's
-        writes can damage the file. So after each write the two files must still be the ones
-        this connection opened (two `stat` calls, a few microseconds): if not, the log it
-        still has open is copied into the file (a checkpoint, synced) and the connection is
-        opened again, which makes both anew."""
-        if self._connection is None or _beside(self.path) == self._log:
+        writes can damage the file. A journal file replaced under its name (a backup moved
+        over it) pairs this connection's log with another file. So after each write the three
+        files must still be the ones this connection opened (three `stat` calls, about 6 us):
+        if not, the log it still has open is folded into the file it belongs to (a synced
+        checkpoint, which also empties the log by that name) and the connection is closed;
+        the next call opens the journal anew."""
+        if self._connection is None or _files_of(self.path) == self._files:
             return
+        replaced = _identity(self.path) != self._files[0]
         try:
             busy, _, _ = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
             busy, cause = 1, f"SQLite: {exc}"
         else:
             cause = "another connection was reading it"
-        self.close()  # the next call opens it again, with a log and an index that have names
+        self.close()
+        if replaced:
+            raise StoreReplaced(
+                self.name,
+                "what it wrote went to the file it had opened, and its last write was not "
+                "yielded; nothing was written into the file that now has the name",
+            )
         if busy:
             raise StoreUnavailable(
                 self.name,
@@ -284,17 +294,17 @@ class _Database:
             connection.close()
             raise
         self._connection = connection
-        self._log = _beside(self.path)
+        self._files = _files_of(self.path)
         if self._file is None:
             with contextlib.suppress(LockFailed):  # then no hold can open the file either
                 self._file = runlock.enter_file(self.path)
         return connection
 
 
-def _beside(path: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """The identity of the write-ahead log and the index SQLite keeps beside `path` (None for
-    one that does not exist)."""
-    return _identity(path + "-wal"), _identity(path + "-shm")
+def _files_of(path: str) -> tuple[tuple[int, int] | None, ...]:
+    """The identity of the journal file, and of the write-ahead log and the index SQLite keeps
+    beside it (None for one that does not exist)."""
+    return _identity(path), _identity(path + "-wal"), _identity(path + "-shm")
 
 
 def _identity(path: str) -> tuple[int, int] | None:

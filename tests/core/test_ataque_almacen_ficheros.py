@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import SqliteCheckpointer
+from synaptum_lite.errors import StoreReplaced
 
 from .agents import ANSWER
 from .test_kill import ROOT, _model_steps_completed_before, child, effects, model_calls
@@ -84,3 +85,32 @@ def test_after_the_log_is_deleted_the_next_write_lands_in_the_file_and_a_new_log
     beside, headers = asyncio.run(scenario())
     assert headers == [{"agent": {}}, {"agent": {}}]
     assert beside == ["runs.db", "runs.db-shm", "runs.db-wal"]
+
+
+@pytest.mark.parametrize("how", ["replaced", "deleted"])
+def test_a_journal_replaced_or_deleted_under_an_open_store_is_named_and_the_new_file_kept_whole(
+    tmp_path, how
+):
+    """Its log, by name, would be read as the log of the file that now has the name: the other
+    journal's pages overlaid with this one's (a reader saw the old runs and not the new one's)."""
+    database = tmp_path / "runs.db"
+
+    async def scenario():
+        store = SqliteCheckpointer(database)
+        await store.start("a", {"agent": {}})
+        if how == "replaced":  # a backup moved over it
+            backup = SqliteCheckpointer(tmp_path / "copia.db")
+            await backup.start("b", {"agent": {}})
+            await backup.close()
+            (tmp_path / "copia.db").replace(database)
+        else:
+            database.unlink()
+        with pytest.raises(StoreReplaced) as error:
+            await store.start("r", {"agent": {}})
+        fresh = SqliteCheckpointer(database)
+        return str(error.value), [(await fresh.load(run_id)).header for run_id in "abr"]
+
+    message, headers = asyncio.run(scenario())
+    assert message.startswith("the journal file runs.db was replaced or deleted while this store")
+    assert "open the journal again" in message
+    assert headers == [None, {"agent": {}} if how == "replaced" else None, None]
