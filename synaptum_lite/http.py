@@ -24,7 +24,8 @@ builds passes through `_redact` before it is cut, so neither an error, a log lin
 can carry it, whole or in part, raw or escaped (JSON `\\u002d`, URL `%2D`, HTML `&#45;`). A
 password in the base URL (`https://user:password@host/v1`) is sent as Basic auth, never as
 part of a URL, and is redacted the same way; the log lines of httpx and httpcore that this
-module causes pass through the same redaction (`RedactSecrets`).
+module causes pass through the same redaction (`RedactSecrets`), and so does every answer a
+server sends (its text, tool-call ids, names and arguments) before the loop journals it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import dataclasses
 import datetime
 import email.utils
 import json
@@ -45,7 +47,7 @@ from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
-from .messages import ModelRequest, ModelResponse
+from .messages import ModelRequest, ModelResponse, ToolCall
 from .policy import Policy, allow_everything
 from .redaction import RedactSecrets, redact, secret_patterns, userinfo, without_userinfo
 from .tools import Tool
@@ -241,8 +243,8 @@ class OpenAICompatibleGateway(LocalGateway):
                             fragment = assembly.feed(event)
                         except MalformedAnswer as exc:
                             raise self._malformed(exc) from None
-                        if fragment:
-                            yield fragment
+                        if fragment:  # a key split across two fragments shows here only
+                            yield self._redact(fragment)
                 finally:
                     await response.aclose()
             except TimeoutError:
@@ -267,7 +269,7 @@ class OpenAICompatibleGateway(LocalGateway):
                 retryable=True,
             )
         try:
-            whole = assembly.response()
+            whole = self._redact_answer(assembly.response())
         except MalformedAnswer as exc:
             raise self._malformed(exc) from None
         yield whole
@@ -346,9 +348,36 @@ class OpenAICompatibleGateway(LocalGateway):
         if isinstance(body, dict) and body.get("error") is not None and "choices" not in body:
             raise self._in_band_error(body["error"], streaming=False)
         try:
-            return completion_from_wire(body)
+            return self._redact_answer(completion_from_wire(body))
         except MalformedAnswer as exc:
             raise self._malformed(exc) from None
+
+    def _redact_answer(self, response: ModelResponse) -> ModelResponse:
+        """`response` with this gateway's secrets redacted from its text, ids and arguments.
+
+        A server that echoes the key inside what the model "said" would otherwise put it in
+        the journal, and in every later request. The same object when there is nothing to do.
+        """
+        if not self._secrets:
+            return response
+        text = self._redact(response.text) if response.text is not None else None
+        calls = tuple(
+            ToolCall(self._redact(call.id), self._redact(call.name), self._redacted(call.arguments))
+            for call in response.tool_calls
+        )
+        if text == response.text and calls == response.tool_calls:
+            return response
+        return dataclasses.replace(response, text=text, tool_calls=calls)
+
+    def _redacted(self, value: Any) -> Any:
+        """A JSON value with the secrets redacted from every string in it (keys included)."""
+        if isinstance(value, str):
+            return self._redact(value)
+        if isinstance(value, list):
+            return [self._redacted(item) for item in value]
+        if isinstance(value, dict):
+            return {self._redact(k): self._redacted(v) for k, v in value.items()}
+        return value
 
     # ── errors ──────────────────────────────────────────────────────────────────────────────
 

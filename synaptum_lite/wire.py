@@ -220,11 +220,14 @@ def usage_from_wire(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
     details = raw.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    input_tokens = token_count(raw.get("prompt_tokens"))
+    cached = token_count(details.get("cached_tokens") if isinstance(details, dict) else None)
+    if cached is not None and input_tokens is not None and cached > input_tokens:
+        cached = None  # the cached tokens are part of the input: more is not a measurement
     return Usage(
-        input_tokens=token_count(raw.get("prompt_tokens")),
+        input_tokens=input_tokens,
         output_tokens=token_count(raw.get("completion_tokens")),
-        cached_tokens=token_count(cached),
+        cached_tokens=cached,
     )
 
 

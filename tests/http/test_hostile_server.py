@@ -645,8 +645,23 @@ def test_two_calls_with_one_id_get_an_id_each_so_each_result_answers_one_call(
             },
             Usage(31, 12, None),
         ),
+        (
+            {
+                "prompt_tokens": 31,
+                "completion_tokens": 12,
+                "prompt_tokens_details": {"cached_tokens": 32},
+            },
+            Usage(31, 12, None),
+        ),
     ],
-    ids=["negative", "fractional", "text-and-bool", "absurd", "negative-cached"],
+    ids=[
+        "negative",
+        "fractional",
+        "text-and-bool",
+        "absurd",
+        "negative-cached",
+        "cached-over-input",
+    ],
 )
 def test_a_usage_counter_that_is_not_a_count_stays_unmeasured_in_the_run_total(
     server: FaultServer, tmp_path: Path, usage: dict[str, Any], measured: Usage
@@ -820,3 +835,43 @@ def test_a_typed_answer_that_cannot_be_read_is_told_to_the_model_and_never_raise
     )
     again = gateway(server, name)  # closed: the typed output is read again from the journal
     assert run(again).output == Saldo("ES91", 4200.0) and again.model_calls == 0
+
+
+# ── a server that echoes the key inside a successful answer ───────────────────────────────────
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+def test_a_key_echoed_inside_an_answer_reaches_neither_the_journal_nor_the_next_request(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    RUNS["consultar_saldo"] = 0
+
+    async def echoes(ex: Exchange) -> None:
+        key = ex.headers["authorization"].removeprefix("Bearer ")
+        if any(m["role"] == "tool" for m in ex.body["messages"]):
+            message: dict[str, Any] = {"role": "assistant", "content": f"Tu clave: {key}."}
+        else:
+            message = calls(call(f"id-{key}", "consultar_saldo", json.dumps({"cuenta": key})))
+        if not streaming:
+            await ex.send_json(200, completion(message))
+            return
+        await ex.start_sse()
+        if message.get("tool_calls"):
+            piece = {"index": 0, **message["tool_calls"][0]}
+            await ex.send_event(chunk({"tool_calls": [piece]}, "tool_calls"))
+        else:
+            await ex.send_event(chunk({"content": message["content"]}, "stop"))
+        await ex.send_event("[DONE]")
+        await ex.end_sse()
+
+    name = f"echoes_{streaming}"
+    server.scenarios[name] = echoes
+
+    final = run_agent(gateway(server, name), tmp_path, streaming=streaming)
+
+    assert final.text == "Tu clave: [redacted]."
+    assert RUNS["consultar_saldo"] == 1
+    assert KEY.encode() not in (tmp_path / "runs.db").read_bytes()
+    sent = server.last(name)
+    assert KEY not in json.dumps(sent.body)  # the context sent back holds it nowhere
+    assert sent.body["messages"][2]["tool_calls"][0]["id"] == "id-[redacted]"
