@@ -173,7 +173,19 @@ class PostgresCheckpointer:
     async def _try_hold(self, run_id: str) -> Callable[[], Awaitable[None]] | None:
         """Take the run's advisory lock; the function that releases it, or None when busy.
 
-        While held, the run's reads and writes go over the lock's own connection."""
+        While held, the run's reads and writes go over the lock's own connection.
+
+        A run held through this checkpointer stays held until its driver lets go, even when
+        the server has dropped the lock (it ended the session): the driver does not know yet,
+        and every call for the run is routed by run id alone, so a second driver here would
+        share its calls with it. The first finds out at its next call, and lets go. Another
+        process may take the run meanwhile: the first driver's calls then fail."""
+        held = self._held.get(run_id)
+        if held is not None:
+            if not held.loop.is_closed():
+                return None
+            del self._held[run_id]  # held in an event loop closed without letting go
+            self._drop(held)
         lock_key = _lock_key(self.schema, run_id)
         link = await self._try_lock(lock_key)
         if link is None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from synaptum_lite import Phase, Session, StoreUnavailable, UncertainEffect
+from synaptum_lite import Phase, RunBusy, Session, StoreUnavailable, UncertainEffect
 from synaptum_lite.postgres import PostgresCheckpointer
 from tests.core import agents
 from tests.core.agents import ANSWER, TASK, cajero, double
@@ -127,6 +127,38 @@ def test_a_driver_that_lost_its_connection_between_steps_writes_nothing_after_th
     journal = journal_of(tmp_path)
     assert [seq for seq, *_ in journal] == list(range(15))
     assert len({tuple(key) for _, *key in journal}) == 15  # every event once
+
+
+def test_one_checkpointer_never_lets_a_second_driver_take_a_run_its_first_has_not_let_go(
+    tmp_path, effects
+):
+    """One checkpointer serves every driver of a process (as a worker pool does). The server
+    ends its sessions while a driver waits between steps: that driver still believes it holds
+    the run. Another driver of the same process, through the same checkpointer, is told busy
+    until the first lets go; then the first driver's next write fails, it lets go, and the
+    second drives the run to its end: every effect once, no model call paid twice.
+
+    (Before, the second driver took the run at once, and the first one, going on, wrote
+    through the checkpointer's other connections, without any lock: it transferred and
+    notified a second time.)"""
+    store = named(tmp_path, "compartido")
+
+    async def scenario():
+        steps, gateway = await first_driver_until(store, "000002-model", Phase.COMPLETED)
+        end_connections_of(store)
+        with pytest.raises(RunBusy):
+            await operator_drives(store, effects)
+        with pytest.raises(StoreUnavailable):
+            await anext(steps)
+        await steps.aclose()
+        taken_over, paid_by_second = await operator_drives(store, effects)
+        return taken_over, gateway.model_calls + paid_by_second
+
+    taken_over, paid = run(scenario())
+    assert taken_over[-1].output == ANSWER
+    assert paid == 4
+    assert counted(effects) == ONCE_EACH
+    assert [seq for seq, *_ in journal_of(tmp_path)] == list(range(15))
 
 
 def test_a_driver_whose_connection_ends_inside_a_write_leaves_nothing_half_written(
@@ -291,3 +323,26 @@ def test_six_workers_racing_for_the_same_runs_killed_and_cut_off_finish_each_onc
         batch.assert_every_journal_ends_alike()
     finally:
         batch.close()
+
+
+def test_a_run_held_in_an_event_loop_closed_without_letting_go_is_not_held_for_ever(tmp_path):
+    """A driver's event loop was closed while it held a run (`loop.close()` without letting
+    the generators finish): its connection, still open, kept the server's lock for as long as
+    the checkpointer lived. The checkpointer now ends that connection on the next hold."""
+    store = PostgresCheckpointer(require_server(), schema=schema_for(tmp_path))
+    loop = asyncio.new_event_loop()
+    held = store.hold("r")
+    loop.run_until_complete(held.__aenter__())
+    loop.close()  # never let go
+
+    async def take() -> int:
+        for attempt in range(1, 201):  # the server ends the old session soon after
+            try:
+                async with store.hold("r"):
+                    return attempt
+            except RunBusy:
+                await asyncio.sleep(0.02)
+        return 0
+
+    assert run(take()) > 0
+    del held
