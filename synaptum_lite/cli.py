@@ -26,6 +26,7 @@ from . import (
     FinalStep,
     LocalGateway,
     ModelStep,
+    NotAJournal,
     NothingToResolve,
     Phase,
     RunBusy,
@@ -58,6 +59,7 @@ EXIT_CODES = """exit codes:
   5  a driver holds the run now (nothing was written): wait for it, or stop it
   6  stdout could not be written (a full disk, say); what was written to the store stays
      written. A reader that stops reading (`| head`) ends the command quietly with 6
+  130  interrupted (Ctrl-C): a decision is written whole or not at all
 
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
 
@@ -305,14 +307,40 @@ async def command_export(args: argparse.Namespace, store: Store, width: int) -> 
 
 
 async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
-    text, named = sys.stdin.read(), None
+    text, named = _export_on_stdin(), None
     with contextlib.suppress(ValueError, AttributeError):  # else `import_run` says what is wrong
         named = json.loads(text.split("\n", 1)[0]).get("run_id")
     held = await store.checkpointer.load(named) if isinstance(named, str) and named else None
-    run_id = await import_run(store.checkpointer, text)
+    try:
+        run_id = await import_run(store.checkpointer, text)
+    except NotAJournal as exc:
+        message = f"the export is not a synaptum_lite journal ({exc.detail}); nothing was imported"
+        raise Failure(1, f"{message}: give {_AN_EXPORT}") from None
     after = (await store.checkpointer.load(run_id)).next_seq
     new = after - (held.next_seq if held else 0)
     say(f"imported run {run_id} into {store.label}: {after} events, {new} new")
+
+
+_INTERRUPTED = (
+    "interrupted: a decision is written whole or not at all (show says which); an import may "
+    "be cut short, and importing the same export again adds the rest"
+)
+_AN_EXPORT = "a run as synaptum-lite export writes it"
+_USE = "give it as synaptum-lite import STORE < run.jsonl"
+
+
+def _export_on_stdin() -> str:
+    """What stdin holds, refused (exit 2) when there is nothing to read: a terminal (it would
+    wait for typing) or no stdin at all; and (exit 1) when it is not UTF-8 text."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise Failure(2, f"import reads {_AN_EXPORT} from stdin, and there is none: {_USE}")
+    if sys.stdin.isatty():
+        raise Failure(2, f"import reads {_AN_EXPORT} from stdin, not a terminal: {_USE}")
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{exc.object[exc.start]:02x} at {exc.start}"
+        raise Failure(1, f"stdin is not UTF-8 text ({where}), so not {_AN_EXPORT}") from None
 
 
 # ── the parser and the entry point ─────────────────────────────────────────────────────────
@@ -382,7 +410,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8")
-    code = asyncio.run(run(argv))
+    try:
+        code = asyncio.run(run(argv))
+    except KeyboardInterrupt:
+        sys.stderr.write(f"synaptum-lite: {_INTERRUPTED}\n")
+        return 130
     if code == 6:  # what stdout still buffers would fail again as the interpreter exits
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -471,3 +471,78 @@ def test_looking_at_a_run_never_makes_a_driver_that_asks_for_it_find_it_busy(
         out, _ = driver.communicate(timeout=60)
     taken, busy = map(int, out.split())
     assert taken > 0 and busy == 0, f"the driver took the run {taken} times, found it busy {busy}"
+
+
+# ── import's stdin, and Ctrl-C ──────────────────────────────────────────────────────────────
+
+
+def test_import_without_an_export_on_stdin_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    def imported(stdin: bytes | None) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "synaptum_lite", "import", "nuevo.db"],
+            cwd=tmp_path,
+            env=os.environ | {"PYTHONPATH": str(ROOT)},
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
+            capture_output=True,
+            timeout=60,
+        )
+
+    closed = subprocess.run(  # no stdin at all: `synaptum-lite import nuevo.db <&-`
+        ["bash", "-c", f"{sys.executable} -m synaptum_lite import nuevo.db <&-"],
+        cwd=tmp_path,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert closed.returncode == 2, closed.stderr  # before: 1, "AttributeError: 'NoneType' ..."
+    assert closed.stderr == (
+        "synaptum-lite: import reads a run as synaptum-lite export writes it from stdin, and "
+        "there is none: give it as synaptum-lite import STORE < run.jsonl\n"
+    )
+    latin1 = imported("{'run_id': 'María'}\n".encode("latin-1"))
+    assert latin1.returncode == 1  # before: "UnicodeDecodeError: 'utf-8' codec can't ..."
+    assert latin1.stderr.decode() == (
+        "synaptum-lite: stdin is not UTF-8 text (byte 0xed at 15), so not a run as "
+        "synaptum-lite export writes it\n"
+    )
+    empty = imported(None)
+    assert empty.returncode == 1
+    assert empty.stderr.decode() == (
+        "synaptum-lite: the export is not a synaptum_lite journal (it is empty); nothing was "
+        "imported: give a run as synaptum-lite export writes it\n"
+    )  # before: "...; point the checkpointer at a new file or at a journal it wrote"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_path: Path) -> None:
+    import asyncio
+
+    database = tmp_path / "muchos.db"
+
+    async def closed_runs(count: int) -> None:
+        agent = Agent("a", model="m", instructions="Contesta.")
+        checkpointer = SqliteCheckpointer(database, durability="normal")
+        for number in range(count):
+            session = Session(f"run-{number:05d}", ScriptedGateway([says("ok")]), checkpointer)
+            async for _ in agent.run("t", session=session):
+                pass
+
+    asyncio.run(closed_runs(3000))  # 150 kB of rows: more than a pipe holds (64 kB)
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "synaptum_lite", "runs", str(database)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert listing.stdout is not None
+    assert listing.stdout.readline().startswith("RUN ")  # it is listing, and waits for us
+    listing.send_signal(signal.SIGINT)
+    _, errors = listing.communicate(timeout=60)
+    assert listing.returncode == 130, errors
+    assert errors == (
+        "synaptum-lite: interrupted: a decision is written whole or not at all (show says "
+        "which); an import may be cut short, and importing the same export again adds the rest\n"
+    )
