@@ -157,11 +157,13 @@ async def connect(
             "underscore, so that the first '__' of a tool's name always ends its prefix)"
         )
     server_name = prefix
+    _check_errlog(prefix, errlog or sys.stderr)
     parameters = StdioServerParameters(
         command=command,
         args=list(args),
         env=dict(env) if env is not None else None,
         cwd=os.fspath(cwd) if cwd is not None else None,
+        encoding_error_handler="replace",  # a byte that is not UTF-8 must not stop the reader
     )
     try:
         async with contextlib.AsyncExitStack() as stack:
@@ -173,7 +175,7 @@ async def connect(
                 with anyio.fail_after(start_timeout):
                     introduced = await session.initialize()
                     server_name = introduced.server_info.name or prefix
-                    listed = await _list_tools(session)
+                    listed = await _list_tools(session, server_name)
             except TimeoutError:  # an OSError too: first
                 raise McpServerLost(
                     server_name,
@@ -212,6 +214,19 @@ def _require_sdk() -> None:
         ) from None
 
 
+def _check_errlog(prefix: str, errlog: Any) -> None:
+    """Refuse, before starting anything, an `errlog` the server's stderr cannot be given to:
+    the child writes to it directly, so it must be a file with a descriptor."""
+    try:
+        errlog.fileno()
+    except (AttributeError, OSError, ValueError) as exc:
+        raise ConfigurationError(
+            f"MCP server {prefix!r}: errlog={type(errlog).__name__} has no file descriptor "
+            f"({type(exc).__name__}: {exc}), and the server writes its stderr to one directly; "
+            "nothing was started. Pass an open file, e.g. errlog=open('server.log', 'w')"
+        ) from None
+
+
 def _names(server: str, prefix: str, listed: list[str], rename: Mapping[str, str]) -> list[str]:
     """The prefixed name of each listed tool; refuses a name listed twice or unusable."""
     unknown = sorted(set(rename) - set(listed))
@@ -236,12 +251,13 @@ def _names(server: str, prefix: str, listed: list[str], rename: Mapping[str, str
     return names
 
 
-async def _list_tools(session: ClientSession) -> list[ListedTool]:
+async def _list_tools(session: ClientSession, server: str) -> list[ListedTool]:
     """Every tool the server lists, following its pages."""
     from mcp.types import PaginatedRequestParams
 
     listed: list[ListedTool] = []
     cursor: str | None = None
+    seen: set[str] = set()
     while True:
         page = await session.list_tools(
             params=PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -250,6 +266,13 @@ async def _list_tools(session: ClientSession) -> list[ListedTool]:
         cursor = page.next_cursor
         if not cursor:
             return listed
+        if cursor in seen:  # pages that lead back to a page already read never end
+            raise ConfigurationError(
+                f"MCP server {server!r} lists its tools in pages that loop: the cursor "
+                f"{_bounded(cursor)} came back after {len(seen) + 1} pages "
+                f"({len(listed)} tools so far); no tool was called: fix the server"
+            )
+        seen.add(cursor)
 
 
 def _adapt(
@@ -276,6 +299,12 @@ def _adapt(
     risk, idempotent = risk_of(annotations)
     schema = dict(listed.input_schema)
     schema.setdefault("properties", {})
+    if not isinstance(schema["properties"], dict):
+        raise ConfigurationError(
+            f"MCP server {server!r}: the input schema of its tool {listed.name!r} has "
+            f"properties {_bounded(schema['properties'])}, not an object of argument schemas; "
+            "no tool was called: fix the server"
+        )
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
         try:
@@ -295,7 +324,9 @@ def _adapt(
                     run_id=context.run_id,
                     step_id=context.step_id,
                 ) from None
-            raise McpToolError(f"the MCP server answered with an error: {exc.message}") from None
+            raise McpToolError(
+                f"the MCP server answered with JSON-RPC error {exc.code}: {exc.message}"
+            ) from None
         except ValidationError as exc:  # it answered, so the step is done: the model reads why
             raise McpToolError(f"the MCP server's answer is not MCP: {_first_error(exc)}") from None
         text, left_out = _text_of(result.content)
@@ -359,6 +390,7 @@ def _checker(tool: str, argument: str, schema: Any) -> Callable[[Any], Any]:
     """Check an argument's JSON type where its schema names one; the server checks the rest."""
     kind = schema.get("type") if isinstance(schema, dict) else None
     kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    kinds = [k for k in kinds if isinstance(k, str)]  # a hostile schema may put anything there
     accepted = tuple(t for k in kinds if k in _JSON_TYPES for t in _JSON_TYPES[k])
 
     def check(value: Any) -> Any:
@@ -370,11 +402,26 @@ def _checker(tool: str, argument: str, schema: Any) -> Callable[[Any], Any]:
     return check
 
 
-def _lost(exc: Exception) -> bool:
-    """Whether an MCP error means the answer was lost, not that the server answered no."""
+def _lost(exc: Any) -> bool:
+    """Whether an MCP error means the answer was lost, not that the server answered no.
+
+    The SDK reports a closed connection and a timeout as errors with JSON-RPC codes -32000
+    and -32001, which a server may also send as its own answer ("server error" is the range
+    -32000 to -32099). Only the SDK's own words, with no data, are a lost answer: a server's
+    error is an answer, and the model reads it."""
     from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    return getattr(exc, "code", None) in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+    local = {
+        CONNECTION_CLOSED: "Connection closed",
+        REQUEST_TIMEOUT: "Request 'tools/call' timed out",
+    }
+    return exc.data is None and local.get(exc.code) == exc.message
+
+
+def _bounded(value: Any, limit: int = 80) -> str:
+    """`repr(value)`, cut to `limit` characters: a hostile server's value, in a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _describe(exc: BaseException) -> str:

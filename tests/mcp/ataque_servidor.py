@@ -1,0 +1,107 @@
+"""An attacking MCP server, written by hand on the protocol's JSON-RPC over stdio (no SDK), for
+the attacks tests/mcp/hostil.py does not make.
+
+    python ataque_servidor.py EFECTOS [MODE...]
+
+Its one tool, `enviar`, is an effect without annotations (destructive, not idempotent): each
+call is a JSON line in `EFECTOS`, written before anything else is answered, so it survives a
+kill; so is each start and each answer the client gave to a request of the server's.
+
+Modes, each changing what a call to `enviar` (or the start-up) meets:
+
+- `error:CODE` answers the call with a JSON-RPC error of that code (after the effect);
+- `bytes` writes a line that is not UTF-8 before the answer;
+- `cierra` closes its stdout inside the call (after the effect) and stays alive;
+- `pregunta` asks the client things before answering (sampling, roots, elicitation, ping) and
+  sends notifications (log, progress, list changed) between them, recording each answer;
+- `id-ajeno` answers the call under another request's id, and never under its own;
+- `grita` writes 8 MB to stderr before answering;
+- `bucle` lists its tools in pages whose cursor never ends (always the same one);
+- `propiedades:JSON` lists `enviar` with that JSON as its schema's `properties`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> None:
+    effects, modes = Path(argv[0]), argv[1:]
+    codes = [int(m.split(":", 1)[1]) for m in modes if m.startswith("error:")]
+    properties = [json.loads(m.split(":", 1)[1]) for m in modes if m.startswith("propiedades:")]
+    out = sys.stdout.buffer
+
+    def record(what: str, **data: object) -> None:
+        with effects.open("a", encoding="utf-8") as file:
+            file.write(json.dumps({"que": what, **data}, ensure_ascii=False) + "\n")
+
+    def send(message: dict[str, object]) -> None:
+        out.write(json.dumps(message).encode() + b"\n")
+        out.flush()
+
+    def receive() -> dict[str, object]:
+        return json.loads(sys.stdin.readline())
+
+    schema = {"type": "object", "properties": properties[0] if properties else {"texto": {}}}
+    tool = {"name": "enviar", "description": "Envía un texto.", "inputSchema": schema}
+    record("arranque", pid=os.getpid())
+    asked = 1000
+    for line in sys.stdin:
+        request = json.loads(line)
+        method, ident = request.get("method"), request.get("id")
+        if ident is None:
+            continue  # a notification
+        params = request.get("params") or {}
+        answer: dict[str, object] = {"jsonrpc": "2.0", "id": ident}
+        if method == "initialize":
+            answer["result"] = {
+                "protocolVersion": params.get("protocolVersion"),
+                "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+                "serverInfo": {"name": "ataque", "version": "1"},
+            }
+        elif method == "tools/list":
+            answer["result"] = {"tools": [tool]}
+            if "bucle" in modes:
+                answer["result"] = {"tools": [tool], "nextCursor": "otra"}
+        elif method == "tools/call":
+            texto = (params.get("arguments") or {}).get("texto")
+            record("enviar", texto=texto)
+            if "pregunta" in modes:
+                for ask in ("sampling/createMessage", "roots/list", "elicitation/create", "ping"):
+                    said = {"level": "info", "data": f"voy a preguntar {ask}"}
+                    send({"jsonrpc": "2.0", "method": "notifications/message", "params": said})
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                    asked += 1
+                    send({"jsonrpc": "2.0", "id": asked, "method": ask, "params": {
+                        "messages": [], "maxTokens": 5, "message": "¿Seguro?",
+                        "requestedSchema": {"type": "object", "properties": {}},
+                    }})  # fmt: skip
+                    reply = receive()
+                    record("respuesta", a=ask, error="error" in reply, id=reply.get("id"))
+            if "bytes" in modes:
+                out.write(b"\xff\xfe no es UTF-8\n")
+                out.flush()
+            if "grita" in modes:
+                for _ in range(8):
+                    sys.stderr.write("x" * (1024 * 1024) + "\n")
+                sys.stderr.flush()
+            if "cierra" in modes:
+                os.close(1)
+                sys.stdin.read()  # alive until asked to stop
+                return
+            if codes:
+                answer["error"] = {"code": codes[0], "message": "la base de datos no responde"}
+            else:
+                answer["result"] = {"content": [{"type": "text", "text": f"enviado: {texto}"}]}
+            if "id-ajeno" in modes:
+                answer["id"] = 424242
+        else:
+            answer["result"] = {}
+        send(answer)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

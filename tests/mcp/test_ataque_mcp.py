@@ -1,0 +1,181 @@
+"""Attacks on the MCP adapter that tests/mcp/test_mcp_hostil.py does not make, each from a real
+server process written on the bare protocol (tests/mcp/ataque_servidor.py): a server's own
+error under the codes the SDK uses for a lost answer, bytes that are not UTF-8, questions and
+notifications from the server in the middle of a call, an answer under another id, a stdout
+closed by a server that stays alive, a flood on stderr, tool pages that loop, schemas that are
+not schemas, and an `errlog` the server cannot write to. Each is a clear error or an honest
+result, and the server's own record shows no effect done twice."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synaptum_lite import (
+    Agent,
+    ConfigurationError,
+    InvalidToolCall,
+    Phase,
+    Role,
+    Session,
+    SqliteCheckpointer,
+    ToolStep,
+    UncertainEffect,
+    load_events,
+)
+from synaptum_lite.mcp import McpServerLost, connect
+from synaptum_lite.testing import ScriptedGateway, calls, says
+
+SERVER = Path(__file__).with_name("ataque_servidor.py")
+
+
+def records(effects: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in effects.read_text("utf-8").splitlines()]
+
+
+def count(effects: Path, what: str) -> int:
+    return sum(entry["que"] == what for entry in records(effects))
+
+
+async def run(tmp: Path, run_id: str, *modes: str, **options: Any) -> list[Any]:
+    """One pass of `run_id`: the model calls `h__enviar` once, then says what it read."""
+
+    def responder(request: Any) -> Any:
+        results = [m.content for m in request.messages if m.role is Role.TOOL]
+        return says(results[0]) if results else calls("h__enviar", texto="hola")
+
+    with open(tmp / "servidor.log", "a", encoding="utf-8") as log:
+        options.setdefault("errlog", log)
+        async with connect(
+            sys.executable, str(SERVER), str(tmp / "efectos.jsonl"), *modes, prefix="h", **options
+        ) as server:
+            agent = Agent("a", model="m", instructions="x", tools=server.tools)
+            gateway = ScriptedGateway([responder] * 3, tools=server.tools)
+            session = Session(run_id, gateway, SqliteCheckpointer(tmp / "runs.db"))
+            return [step async for step in agent.run("Envía.", session=session)]
+
+
+def result_of(steps: list[Any]) -> Any:
+    (result,) = [s.result for s in steps if isinstance(s, ToolStep) and s.result]
+    return result
+
+
+@pytest.mark.parametrize("code", [-32000, -32001])
+def test_a_servers_own_error_under_the_codes_the_sdk_uses_for_a_lost_answer_is_an_answer(
+    tmp_path, code
+):
+    # -32000 and -32001 are what the SDK says when the connection closes or a call times out,
+    # and also JSON-RPC's "server error" range: a server that answered is not lost
+    steps = asyncio.run(run(tmp_path, "r", f"error:{code}"))
+    assert (result_of(steps).is_error, steps[-1].output) == (
+        True,
+        f"McpToolError: the MCP server answered with JSON-RPC error {code}: la base de datos "
+        "no responde",
+    )
+    asyncio.run(run(tmp_path, "r", f"error:{code}"))  # the closed run calls nothing
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_a_line_that_is_not_utf8_is_skipped_like_garbage_and_the_call_is_answered(tmp_path):
+    # before: the SDK's reader died on the byte, and the call waited for call_timeout (for ever
+    # without one), then a group of two raw exceptions left the block
+    steps = asyncio.run(run(tmp_path, "r", "bytes", call_timeout=60))
+    assert steps[-1].output == "enviado: hola"
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_questions_and_notifications_from_the_server_mid_call_are_answered_and_the_call_ends(
+    tmp_path,
+):
+    steps = asyncio.run(run(tmp_path, "r", "pregunta", call_timeout=60))
+    assert steps[-1].output == "enviado: hola"
+    answers = [(e["a"], e["error"]) for e in records(tmp_path / "efectos.jsonl") if e["que"] == (
+        "respuesta")]  # fmt: skip
+    assert answers == [  # what this client cannot do it refuses; a ping it answers
+        ("sampling/createMessage", True),
+        ("roots/list", True),
+        ("elicitation/create", True),
+        ("ping", False),
+    ]
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+@pytest.mark.parametrize("mode", ["id-ajeno", "cierra"])
+def test_an_answer_under_another_id_or_a_stdout_closed_by_a_live_server_is_a_lost_call(
+    tmp_path, mode
+):
+    with pytest.raises(McpServerLost) as lost:
+        asyncio.run(run(tmp_path, "r", mode, call_timeout=2.0))
+    assert lost.value.detail == (
+        "MCPError: Request 'tools/call' timed out"
+        if mode == "id-ajeno"
+        else "MCPError: Connection closed"
+    )
+    last = asyncio.run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r"))[-1]
+    assert (last.kind, last.phase) == ("tool", Phase.ATTEMPTED)
+    with pytest.raises(UncertainEffect):  # the effect was done: a person decides, not a retry
+        asyncio.run(run(tmp_path, "r"))
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_a_server_that_floods_its_stderr_does_not_block_and_its_log_keeps_every_byte(tmp_path):
+    steps = asyncio.run(run(tmp_path, "r", "grita", call_timeout=60))
+    assert steps[-1].output == "enviado: hola"
+    assert (tmp_path / "servidor.log").stat().st_size >= 8 * 1024 * 1024
+
+
+def test_an_errlog_without_a_file_descriptor_is_refused_before_the_server_starts(tmp_path):
+    # before: «went away during its start-up (UnsupportedOperation: fileno)», as if the
+    # server had failed
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", errlog=io.StringIO()))
+    assert str(refused.value) == (
+        "MCP server 'h': errlog=StringIO has no file descriptor (UnsupportedOperation: "
+        "fileno), and the server writes its stderr to one directly; nothing was started. "
+        "Pass an open file, e.g. errlog=open('server.log', 'w')"
+    )
+    assert not (tmp_path / "efectos.jsonl").exists()
+
+
+def test_tool_pages_whose_cursor_loops_are_refused_at_once_naming_the_cursor(tmp_path):
+    # before: the pages were read until start_timeout, then «it may be hung»
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "bucle", start_timeout=60))
+    assert str(refused.value) == (
+        "MCP server 'ataque' lists its tools in pages that loop: the cursor 'otra' came back "
+        "after 2 pages (2 tools so far); no tool was called: fix the server"
+    )
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 0
+
+
+def test_a_schema_whose_properties_are_null_is_refused_at_start_up_naming_them(tmp_path):
+    # before: a raw AttributeError ('NoneType' object has no attribute 'items'); the SDK
+    # refuses any other value that is not an object, and null passes it
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "propiedades:null"))
+    assert str(refused.value) == (
+        "MCP server 'ataque': the input schema of its tool 'enviar' has properties None, "
+        "not an object of argument schemas; no tool was called: fix the server"
+    )
+
+
+def test_a_type_list_with_something_that_is_not_a_type_name_keeps_the_names_it_has(tmp_path):
+    # before: a raw TypeError (unhashable type: 'dict') at start-up
+    schema = 'propiedades:{"texto": {"type": ["string", {"no": "es un tipo"}]}}'
+    steps = asyncio.run(run(tmp_path, "r", schema))
+    assert steps[-1].output == "enviado: hola"
+
+    async def wrong_type() -> None:
+        async with connect(
+            sys.executable, str(SERVER), str(tmp_path / "e.jsonl"), schema, prefix="h"
+        ) as server:
+            server.tools[0].bind({"texto": 3})
+
+    with pytest.raises(InvalidToolCall, match="texto must be string, got 3"):
+        asyncio.run(wrong_type())
