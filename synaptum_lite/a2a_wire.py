@@ -52,6 +52,8 @@ UNSUPPORTED_OPERATION = -32004
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 #: The longest pause between two GetTask while waiting (seconds): the interval grows to it.
 MAX_POLL_INTERVAL = 1.0
+#: The most pages of ListTasks read while looking for the task a send created.
+MAX_LIST_PAGES = 100
 
 
 class RemoteTaskTimeout(RemoteAgentError):
@@ -112,6 +114,15 @@ def decode(body: bytes) -> tuple[Any, str]:
 def excerpt(body: bytes | str, limit: int = 80) -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def bounded(value: Any, limit: int = 80) -> str:
+    """A server's value in a message, at most about `limit` characters: a long text is cut
+    and its length said; anything else is its `repr`, cut."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def jsonrpc_interface(
@@ -210,20 +221,46 @@ class Rpc:
             }
         if isinstance(result.get("message"), dict):
             return {"answer": text_of(result["message"].get("parts"))}
-        raise self.garbled("SendMessage", f"a result with neither task nor message: {result!r}")
+        raise self.garbled(
+            "SendMessage", f"a result with neither task nor message: {bounded(result)}"
+        )
 
     async def find(self, context_id: str, call: ToolCall) -> dict[str, Any] | None:
         """The task a send in this context already created, or None if there is none."""
-        try:
-            result = await self.call("ListTasks", {"contextId": context_id, "historyLength": 0})
-        except RemoteProtocolError as exc:
-            if exc.code in (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION):
-                assert self.step_id is not None
-                raise UncertainEffect(self.run_id, self.step_id, call.name, call.arguments) from exc
-            raise
-        tasks = result.get("tasks")
-        if not isinstance(tasks, list):
-            raise self.garbled("ListTasks", f"a result without a list of tasks: {result!r}")
+        tasks: list[Any] = []
+        token, seen = "", set()
+        while True:  # every page: a server may page, and may not filter by context
+            params: dict[str, Any] = {"contextId": context_id, "historyLength": 0}
+            if token:
+                params["pageToken"] = token
+            try:
+                result = await self.call("ListTasks", params)
+            except RemoteProtocolError as exc:
+                if exc.code in (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION):
+                    assert self.step_id is not None
+                    raise UncertainEffect(
+                        self.run_id, self.step_id, call.name, call.arguments
+                    ) from exc
+                raise
+            page = result.get("tasks")
+            if not isinstance(page, list):
+                raise self.garbled(
+                    "ListTasks", f"a result without a list of tasks: {bounded(result)}"
+                )
+            tasks += page
+            seen.add(token)
+            token = result.get("nextPageToken") or ""
+            if not token:
+                break
+            if not isinstance(token, str) or token in seen or len(seen) >= MAX_LIST_PAGES:
+                problem = (
+                    f"page token {bounded(token)} came back after {len(seen)} pages"
+                    if token in seen
+                    else f"more than {MAX_LIST_PAGES} pages"
+                    if isinstance(token, str)
+                    else f"a page token that is not a string: {bounded(token)}"
+                )
+                raise self.garbled("ListTasks", "pages that loop: " + problem)
         mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
         mine = [t for t in mine if t.get("contextId") == context_id]
         if not mine:
@@ -286,10 +323,15 @@ class Rpc:
         state = status.get("state") if isinstance(status, dict) else None
         if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
             raise self.garbled(method, f"a task without an id: {excerpt(json.dumps(task))}")
-        if state not in STATES:
-            raise self.garbled(method, f"task {task['id']!r} in an unknown state {state!r}")
+        named = f"task {bounded(task['id'])}"
+        if not isinstance(state, str) or state not in STATES:
+            raise self.garbled(method, f"{named} in an unknown state {bounded(state)}")
         if task_id is not None and task["id"] != task_id:
-            raise self.garbled(method, f"task {task['id']!r} when {task_id!r} was asked for")
+            raise self.garbled(method, f"{named} when {task_id!r} was asked for")
+        assert isinstance(status, dict)  # its state was read from it
+        wrong = _misshapen(status, task.get("artifacts"))
+        if wrong:
+            raise self.garbled(method, f"{named} with {wrong}")
         return task
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -332,7 +374,7 @@ class Rpc:
             )
         if answer.get("id") != self.calls:  # JSON-RPC: an answer carries its request's id
             raise self.garbled(
-                method, f"the answer to request {answer.get('id')!r}, not {self.calls}"
+                method, f"the answer to request {bounded(answer.get('id'))}, not {self.calls}"
             )
         error = answer.get("error")
         if isinstance(error, dict):
@@ -348,7 +390,8 @@ class Rpc:
                 )
             raise RemoteProtocolError(
                 **self._where(method),
-                problem=f"{method} failed with JSON-RPC error {code}: {error.get('message')!r}",
+                problem=f"{method} failed with JSON-RPC error {bounded(code)}: "
+                f"{bounded(error.get('message'))}",
                 code=code if isinstance(code, int) else None,
             )
         result = answer.get("result")
@@ -383,6 +426,24 @@ class Rpc:
         return RemoteProtocolError(
             **self._where(method), problem=f"{method} was answered with {problem}"
         )
+
+
+def _misshapen(status: dict[str, Any], artifacts: Any) -> str:
+    """What in a task's status message or artifacts is not the shape A2A gives it (the parts
+    of each are a list; each artifact is an object); empty when nothing is."""
+    message = status.get("message")
+    if message is not None and not isinstance(message, dict):
+        return f"a status message that is not an object: {bounded(message)}"
+    if artifacts is not None and not isinstance(artifacts, list):
+        return f"artifacts that are not a list: {bounded(artifacts)}"
+    for artifact in artifacts or []:
+        if not isinstance(artifact, dict):
+            return f"an artifact that is not an object: {bounded(artifact)}"
+    for holder in [message or {}, *(artifacts or [])]:
+        parts = holder.get("parts")
+        if parts is not None and not isinstance(parts, list):
+            return f"parts that are not a list: {bounded(parts)}"
+    return ""
 
 
 def _retry_after(value: str | None) -> float | None:

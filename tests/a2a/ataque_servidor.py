@@ -1,0 +1,170 @@
+"""An attacking A2A server (protocol 1.0, JSON-RPC), standard library only, for the attacks
+notebook 19's server (`_servidor_19.py`) does not make.
+
+    python ataque_servidor.py MODE
+
+It prints `escuchando en http://127.0.0.1:PORT` and serves its card and `/a2a` until killed.
+Each `SendMessage` creates a task in its context (`TASK_STATE_WORKING`); the first `GetTask`
+of it finds it ended, in the way MODE says. `GET /contador` (outside the protocol) says which
+messages it received and how many requests of each method it served.
+
+Modes:
+- `estado:STATE` — the task ends in STATE (any text: `TASK_STATE_CANCELED`, `RARO`...), with a
+  message from the agent, «Motivo del agente.»;
+- `estado-objeto` — its state is a JSON object, not a string;
+- `mensaje-texto` — it completes with a status message that is a string, not a message;
+- `artefacto-texto` — it completes with an artifact that is a string, not an artifact;
+- `partes-numero` — it completes with an artifact whose parts are a number;
+- `error-enorme` — GetTask answers a JSON-RPC error whose message is 1 MB long;
+- `resultado-enorme` — SendMessage answers a result with neither task nor message, 1 MB long;
+- `paginas` — the first SendMessage creates its task and answers 503; ListTasks ignores the
+  context asked for and answers one task a page, three tasks of other contexts first;
+- `paginas-bucle` — like `paginas`, but every page points to the same next page.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ANSWER = "Recomiendo el TP1947."
+REASON = "Motivo del agente."
+
+
+def card(base: str) -> dict[str, Any]:
+    return {
+        "name": "Buscador de vuelos",
+        "description": "Busca vuelos y recomienda uno.",
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": f"{base}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "buscar", "name": "Buscar vuelos", "description": "-", "tags": []}],
+    }
+
+
+class State:
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.requests: dict[str, int] = {}
+        self.messages: list[str] = []
+        self.tasks: dict[str, dict[str, Any]] = {}
+        if mode.startswith("paginas"):
+            for n in range(3):
+                self.tasks[f"ajena-{n}"] = {
+                    "id": f"ajena-{n}",
+                    "contextId": f"otro-contexto-{n}",
+                    "status": {"state": "TASK_STATE_COMPLETED"},
+                }
+
+    def ended(self, task: dict[str, Any]) -> dict[str, Any]:
+        """The task as the first GetTask finds it: ended, in the way the mode says."""
+        mode = self.mode
+        said = {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": REASON}]}
+        done: dict[str, Any] = {"state": "TASK_STATE_COMPLETED"}
+        artifacts: Any = [{"artifactId": "a", "parts": [{"text": ANSWER}]}]
+        if mode.startswith("estado:"):
+            done = {"state": mode.split(":", 1)[1], "message": said}
+        elif mode == "estado-objeto":
+            done = {"state": {"nombre": "TASK_STATE_COMPLETED"}}
+        elif mode == "mensaje-texto":
+            done, artifacts = {"state": "TASK_STATE_COMPLETED", "message": REASON}, []
+        elif mode == "artefacto-texto":
+            artifacts = [ANSWER]
+        elif mode == "partes-numero":
+            artifacts = [{"artifactId": "a", "parts": 5}]
+        return {**task, "status": done, "artifacts": artifacts}
+
+
+class Handler(BaseHTTPRequestHandler):
+    state: State
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def answer(self, code: int, body: Any) -> None:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self) -> None:  # noqa: N802
+        base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if self.path == "/.well-known/agent-card.json":
+            self.answer(200, card(base))
+        elif self.path == "/contador":
+            with self.state.lock:
+                self.answer(200, {"ids": self.state.messages, "peticiones": self.state.requests})
+        else:
+            self.answer(404, {"error": self.path})
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        ident, method, params = request["id"], request["method"], request.get("params") or {}
+        state = self.state
+        with state.lock:
+            state.requests[method] = times = state.requests.get(method, 0) + 1
+            result: Any = None
+            if method == "SendMessage":
+                message = params["message"]
+                state.messages.append(message["messageId"])
+                task_id = str(uuid.uuid4())
+                task = {
+                    "id": task_id,
+                    "contextId": message.get("contextId"),
+                    "status": {"state": "TASK_STATE_WORKING"},
+                }
+                state.tasks[task_id] = task
+                if state.mode == "resultado-enorme":
+                    result = {"recibido": "x" * 1_000_000}
+                elif state.mode.startswith("paginas") and times == 1:
+                    self.answer(503, b"Service Unavailable")  # received, then no answer
+                    return
+                else:
+                    result = {"task": task}
+            elif method == "GetTask":
+                if state.mode == "error-enorme":
+                    error = {"code": -32603, "message": "y" * 1_000_000}
+                    self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})
+                    return
+                task = state.tasks[params["id"]] = state.ended(state.tasks[params["id"]])
+                result = task
+            elif method == "ListTasks":
+                every = list(state.tasks.values())  # the context asked for is ignored
+                page = int(params.get("pageToken") or 0)
+                following = page + 1 if page + 1 < len(every) else None
+                if state.mode == "paginas-bucle":
+                    following = 1
+                result = {
+                    "tasks": every[page : page + 1],
+                    "nextPageToken": "" if following is None else str(following),
+                    "pageSize": 1,
+                    "totalSize": len(every),
+                }
+        if result is None:
+            error = {"code": -32601, "message": f"no sé {method}"}
+            self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})
+        else:
+            self.answer(200, {"jsonrpc": "2.0", "id": ident, "result": result})
+
+
+def main(argv: list[str]) -> None:
+    handler = type("Handler", (Handler,), {"state": State(argv[0])})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    print(f"escuchando en http://127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

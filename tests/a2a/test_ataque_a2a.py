@@ -1,0 +1,199 @@
+"""Attacks on the A2A client that tests/a2a/test_ataques.py does not make, each from a real
+server process on 127.0.0.1 (tests/a2a/ataque_servidor.py): a task that ends in each state,
+or in one A2A does not have; a task whose parts are not parts; an error or a result of a
+megabyte; ListTasks in pages, or in pages that loop. Each is a clear, bounded error or a
+result the parent's model reads, and the server receives the message once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synaptum_lite import (
+    FinalStep,
+    RemoteProtocolError,
+    RemoteUnavailable,
+    Risk,
+    Session,
+    SqliteCheckpointer,
+)
+from synaptum_lite.a2a import remote_agent
+from synaptum_lite.testing import ScriptedGateway
+
+SERVER = Path(__file__).with_name("ataque_servidor.py")
+ANSWER = "Recomiendo el TP1947."
+
+
+class Server:
+    """The attacking server as a real process: its URL, what it received; killed at the end."""
+
+    def __init__(self, mode: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVER), mode], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().split()[-1]
+
+    def counted(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as answer:
+            return dict(json.load(answer))
+
+    def sent(self) -> int:
+        return len(self.counted()["ids"])
+
+    def requests(self, method: str) -> int:
+        return int(self.counted()["peticiones"].get(method, 0))
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+@pytest.fixture
+def serve():
+    started: list[Server] = []
+
+    def start(mode: str) -> Server:
+        started.append(Server(mode))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+async def drive(tmp: Path, server: Server, run_id: str = "r") -> FinalStep:
+    """One pass of the remote agent's own run `run_id`; its final step."""
+    remote = await remote_agent(server.url, risk=Risk.READ, name="buscador", poll_interval=0.01)
+    session = Session(run_id, ScriptedGateway([]), SqliteCheckpointer(tmp / "runs.db"))
+    steps = [step async for step in remote.run("Busca un vuelo.", session=session)]
+    assert isinstance(steps[-1], FinalStep)
+    return steps[-1]
+
+
+def where(server: Server, step: str = "000001-tool") -> str:
+    return f"run 'r', step {step}: remote agent 'buscador' at {server.url}/a2a"
+
+
+@pytest.mark.parametrize(
+    "state", ["TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"]
+)
+async def test_a_task_that_ends_without_success_is_a_result_naming_its_state_and_reason(
+    tmp_path, serve, state
+):
+    server = serve(f"estado:{state}")
+    final = await drive(tmp_path, server)
+    assert final.output is None
+    assert final.reason.startswith("the remote task ")
+    assert final.reason.endswith(f" ended in {state}: Motivo del agente.")
+    assert (await drive(tmp_path, server)).reason == final.reason  # closed: asks nothing
+    assert (server.sent(), server.requests("GetTask")) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("mode", "shown"),
+    [
+        ("estado:TASK_STATE_UNSPECIFIED", "'TASK_STATE_UNSPECIFIED'"),
+        ("estado:RARO", "'RARO'"),
+        ("estado-objeto", "{'nombre': 'TASK_STATE_COMPLETED'}"),
+    ],
+)
+async def test_a_task_in_a_state_a2a_does_not_have_is_a_protocol_error_naming_it(
+    tmp_path, serve, mode, shown
+):
+    # before, a state that is a JSON object: a raw TypeError (unhashable type: 'dict')
+    server = serve(mode)
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value).startswith(f"{where(server)}: GetTask was answered with task '")
+    assert str(error.value).endswith(
+        f"' in an unknown state {shown}; nothing was sent again: fix the server and run the "
+        "same run_id again"
+    )
+    assert server.sent() == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "what"),
+    [
+        ("mensaje-texto", "a status message that is not an object: 'Motivo del agente.'"),
+        ("artefacto-texto", "an artifact that is not an object: 'Recomiendo el TP1947.'"),
+        ("partes-numero", "parts that are not a list: 5"),
+    ],
+)
+async def test_a_task_whose_message_artifacts_or_parts_are_not_what_a2a_says_is_a_protocol_error(
+    tmp_path, serve, mode, what
+):
+    # before: a raw AttributeError or TypeError ('str' object has no attribute 'get', 'int'
+    # object is not iterable), the same on every pass
+    server = serve(mode)
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value).startswith(f"{where(server)}: GetTask was answered with task '")
+    assert str(error.value).endswith(
+        f"' with {what}; nothing was sent again: fix the server and run the same run_id again"
+    )
+    assert server.sent() == 1
+
+
+async def test_an_error_of_a_megabyte_is_named_in_a_bounded_message(tmp_path, serve):
+    server = serve("error-enorme")
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value) == (
+        f"{where(server)}: GetTask failed with JSON-RPC error -32603: '{'y' * 80}'… (1000000 "
+        "characters); nothing was sent again: fix the server and run the same run_id again"
+    )
+    assert server.sent() == 1
+
+
+async def test_a_result_of_a_megabyte_with_neither_task_nor_message_is_named_bounded(
+    tmp_path, serve
+):
+    server = serve("resultado-enorme")
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert len(str(error.value)) < 600
+    assert str(error.value).startswith(
+        f"{where(server, '000000-tool')}: SendMessage was answered with a result with neither "
+        "task nor message: {'recibido': 'xxxx"
+    )
+    assert server.sent() == 1
+
+
+async def test_a_resumed_send_finds_its_task_on_a_later_page_of_list_tasks_and_sends_nothing(
+    tmp_path, serve
+):
+    # before: only the first page was read, the task was not on it, and the message was sent
+    # a second time
+    server = serve("paginas")
+    with pytest.raises(RemoteUnavailable):  # the server created the task, then answered 503
+        await drive(tmp_path, server)
+    assert (await drive(tmp_path, server)).output == ANSWER
+    assert server.sent() == 1
+    assert server.requests("ListTasks") == 4  # three tasks of other contexts, then ours
+
+
+async def test_list_tasks_pages_that_loop_are_a_protocol_error_and_nothing_is_sent_again(
+    tmp_path, serve
+):
+    server = serve("paginas-bucle")
+    with pytest.raises(RemoteUnavailable):
+        await drive(tmp_path, server)
+    for _pass in range(2):
+        with pytest.raises(RemoteProtocolError) as error:
+            await drive(tmp_path, server)
+    assert str(error.value) == (
+        f"{where(server, '000000-tool')}: ListTasks was answered with pages that loop: page "
+        "token '1' came back after 2 pages; nothing was sent again: fix the server and run "
+        "the same run_id again"
+    )
+    assert server.sent() == 1
