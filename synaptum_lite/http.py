@@ -136,6 +136,7 @@ class OpenAICompatibleGateway(LocalGateway):
         self.timeout = timeout
         self.deadline = deadline
         self._url = self.base_url + "/chat/completions"
+        _check_url(without_userinfo(base_url), self._url)
         self._api_key = api_key or None
         self._auth = userinfo(base_url)
         self._transport = transport
@@ -466,6 +467,32 @@ class OpenAICompatibleGateway(LocalGateway):
 
 
 # ── helpers ─────────────────────────────────────────────────────────────────────────────
+
+
+def _check_url(base_url: str, url: str) -> None:
+    """Refuse, before anything is run or paid, a base URL no request could be sent to.
+
+    Unchecked, httpx refuses it only at the first call (an `InvalidURL`, or a port out of
+    range as an `ExceptionGroup`), or an empty host fails like a dropped connection and is
+    retried. `base_url` is shown without its `user:password@`.
+    """
+    problem = None
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        problem = str(exc).rstrip(".")
+    else:
+        if not parsed.host:
+            problem = "it names no host"
+        elif parsed.port is not None and not 0 < parsed.port < 65536:
+            problem = f"port {parsed.port} is not between 1 and 65535"
+        elif parsed.query or parsed.fragment:
+            problem = "it has a ?query or #fragment, so /chat/completions would not end its path"
+    if problem is not None:
+        raise ConfigurationError(
+            f"base_url {base_url!r} cannot be sent to: {problem}; set SYNAPTUM_BASE_URL to "
+            "the API root, for example http://127.0.0.1:8080/v1"
+        )
 
 
 def _retry_after(value: str | None, *, now: float | None = None) -> float | None:

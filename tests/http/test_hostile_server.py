@@ -33,6 +33,7 @@ from synaptum_lite import (  # noqa: E402
     load_events,
     run_usage,
 )
+from synaptum_lite.errors import ConfigurationError  # noqa: E402
 from synaptum_lite.http import (  # noqa: E402
     ERROR_BODY_BYTES,
     MAX_RESPONSE_BYTES,
@@ -875,3 +876,29 @@ def test_a_key_echoed_inside_an_answer_reaches_neither_the_journal_nor_the_next_
     sent = server.last(name)
     assert KEY not in json.dumps(sent.body)  # the context sent back holds it nowhere
     assert sent.body["messages"][2]["tool_calls"][0]["id"] == "id-[redacted]"
+
+
+# ── a base URL no request could be sent to ─────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:99999/v1", "port 99999 is not between 1 and 65535"),
+        ("http://[::1/v1", "Invalid port: ':1'"),
+        ("http:///v1", "it names no host"),
+        ("https://", "it names no host"),
+        ("http://127.0.0.1:8080/v1\r\nX-Otra: 1", "Invalid non-printable ASCII character"),
+        ("http://127.0.0.1:8080/v1?clave=1", "it has a ?query or #fragment"),
+        ("http://ana:hunter2@[::1/v1", "Invalid port: ':1'"),
+    ],
+)
+def test_a_base_url_no_request_could_be_sent_to_is_refused_when_the_gateway_is_built(
+    url: str, problem: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        OpenAICompatibleGateway(url, api_key=KEY)
+
+    message = str(caught.value)
+    assert problem in message and "set SYNAPTUM_BASE_URL to the API root" in message
+    assert "hunter2" not in message and KEY not in message
