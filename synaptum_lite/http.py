@@ -218,17 +218,19 @@ class OpenAICompatibleGateway(LocalGateway):
                 try:
                     async with asyncio.timeout_at(deadline):
                         await self._refuse_failure(response)
-                    if _is_json(response):  # the server ignored "stream": one whole completion
+                    chunks = _until(deadline, response.aiter_bytes())
+                    if _is_json(response):
                         async with asyncio.timeout_at(deadline):
                             body = await self._read(response, self.max_response_bytes)
-                        whole = self._read_completion(body)
-                        if whole.text:
-                            yield whole.text
-                        yield whole
-                        return
+                        if not _looks_like_sse(body):  # it ignored "stream": one completion
+                            whole = self._read_completion(body)
+                            if whole.text:
+                                yield whole.text
+                            yield whole
+                            return
+                        chunks = _once(body)  # server-sent events labelled as JSON
                     assembly = StreamAssembly()
                     lines = _Lines(self.max_response_bytes)
-                    chunks = _until(deadline, response.aiter_bytes())
                     async for data in _sse_data(lines.read(chunks, self._too_large)):
                         if data == "[DONE]":
                             assembly.done = True
@@ -558,6 +560,16 @@ def _is_json(response: httpx.Response) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
+def _looks_like_sse(body: bytes) -> bool:
+    """Whether a body opens as server-sent events do (a `data:` or `event:` line, a comment)."""
+    start = body.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return start.startswith((b"data:", b"event:", b"id:", b":"))
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
 def _text(raw: bytes | str) -> str:
     return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
 
@@ -578,7 +590,8 @@ class _Lines:
     async def read(
         self, chunks: AsyncIterator[bytes], too_large: Callable[[], Exception]
     ) -> AsyncIterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # "utf-8-sig": a byte order mark opening the stream is dropped, as SSE says
+        decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         partial: list[str] = []  # the line being read, in pieces: a long line costs no rescans
         after_cr = False  # the last piece ended in CR: an LF starting the next one is its pair
         size = 0
@@ -626,14 +639,15 @@ async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
     buffer: list[str] = []
     async for line in lines:
         if line == "":
-            if buffer:
+            # an event whose data is empty (`data:` alone, a keep-alive) is not dispatched
+            if "".join(buffer):
                 yield "\n".join(buffer)
-                buffer = []
+            buffer = []
             continue
         if line.startswith(":"):
             continue
         name, _, value = line.partition(":")
         if name == "data":
             buffer.append(value[1:] if value.startswith(" ") else value)
-    if buffer:
+    if "".join(buffer):
         yield "\n".join(buffer)

@@ -902,3 +902,35 @@ def test_a_base_url_no_request_could_be_sent_to_is_refused_when_the_gateway_is_b
     message = str(caught.value)
     assert problem in message and "set SYNAPTUM_BASE_URL to the API root" in message
     assert "hunter2" not in message and KEY not in message
+
+
+# ── server-sent events as servers really send them ────────────────────────────────────────────
+
+
+def sse_body(*, bom: bool = False, keep_alive_data: bool = False) -> str:
+    events = [chunk({"content": "Hola, "}), chunk({"content": "adiós"}, "stop")]
+    text = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
+    if keep_alive_data:  # events whose data is empty, which SSE does not dispatch
+        text = "data:\n\n" + text.replace("\n\n", "\n\ndata: \n\n", 1)
+    return ("\ufeff" if bom else "") + text + "data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "content_type"),
+    [
+        (sse_body(bom=True), "text/event-stream"),
+        (sse_body(keep_alive_data=True), "text/event-stream"),
+        (sse_body(), "application/json"),
+    ],
+    ids=["a-byte-order-mark-first", "events-with-empty-data", "labelled-as-json"],
+)
+def test_a_stream_reads_as_sse_says_it_should(
+    server: FaultServer, text: str, content_type: str
+) -> None:
+    name = f"sse_{len(text)}_{content_type.split('/')[1]}"
+    server.scenarios[name] = body(200, text.encode(), {"Content-Type": content_type})
+
+    items = call_model(server, name, streaming=True)
+
+    assert items[:-1] == ["Hola, ", "adiós"]
+    assert items[-1].text == "Hola, adiós"
