@@ -118,7 +118,7 @@ class PostgresCheckpointer:
         )
         self._sql = statements(schema)
         self._prepared = False
-        self._read_committed = True  # the server's default isolation, as `prepare` found it
+        self._setup = ""  # what each new connection must set first, as `prepare` found out
         self._shared: dict[asyncio.AbstractEventLoop, _Link] = {}  # one per event loop
         self._idle: list[_Link] = []
         self._held: dict[str, _Link] = {}
@@ -336,15 +336,16 @@ class PostgresCheckpointer:
             # or a URL) defaulting to repeatable read or serializable, a checkpointer that
             # waited for another to create the schema would miss it, and a writer that waited
             # for a run's row would fail to serialize. Transactions say so as they begin
-            # (psycopg adds it to BEGIN: no round trip); single statements run at the
-            # session's default, set only when the server's is another.
+            # (psycopg adds it to BEGIN: no round trip); the session's settings that differ
+            # from what the journal needs (`prepare` reads them once) are set on each new
+            # connection, in one round trip, only when there are any.
             await connection.set_isolation_level(self._psycopg.IsolationLevel.READ_COMMITTED)
             if not self._prepared:
-                default = await prepare(connection, self.schema, self.location)
-                self._read_committed = default == "read committed"
+                settings = await prepare(connection, self.schema, self.location)
+                self._setup = _session_setup(settings)
                 self._prepared = True
-            if not self._read_committed:
-                await connection.execute(_READ_COMMITTED)
+            if self._setup:
+                await connection.execute(self._setup)
         except BaseException as exc:
             self._drop(link)
             if self._lost(exc):
@@ -395,7 +396,22 @@ class PostgresCheckpointer:
 _DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
 _READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
-_READ_COMMITTED = "SET default_transaction_isolation TO 'read committed'"
+
+
+def _session_setup(settings: dict[str, str | None]) -> str:
+    """The statements that make a session of this server what the journal needs, from the
+    settings `prepare` read (`""` when it already is).
+
+    Its transactions read committed data (see `_connect`). And its sessions are never ended
+    for idling (`idle_session_timeout`, PostgreSQL 14+: None before): a run's lock is its
+    connection's session, idle while the model thinks or a tool runs, and a server that
+    reaped it would stop every run whose model takes longer, at each resume again."""
+    setup = []
+    if settings["default_transaction_isolation"] != "read committed":
+        setup.append("SET default_transaction_isolation TO 'read committed'")
+    if settings["idle_session_timeout"] not in (None, "0"):
+        setup.append("SET idle_session_timeout TO 0")
+    return "; ".join(setup)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -98,6 +98,10 @@ _COLUMNS = """SELECT c.relname::text, a.attname::text
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
+SESSION_SETTINGS = ("default_transaction_isolation", "idle_session_timeout")
+_SETTINGS_AND_LOCK = "SELECT {}, pg_advisory_xact_lock(%s)".format(
+    ", ".join(f"current_setting('{name}', true)" for name in SESSION_SETTINGS)
+)
 _SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)"
 
 
@@ -106,9 +110,10 @@ def statements(schema: str) -> dict[str, str]:
     return {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
 
 
-async def prepare(connection: Any, schema: str, location: str) -> str:
+async def prepare(connection: Any, schema: str, location: str) -> dict[str, str | None]:
     """Check the schema is a journal this version reads; create it when it is absent. Returns
-    the session's default isolation level (`default_transaction_isolation`).
+    the session's settings the journal depends on (`SESSION_SETTINGS`; None: the server has
+    no such setting).
 
     Raises `NotAJournal` (the schema holds other tables), `UnsupportedFormat` (a newer
     journal), `DamagedStore` (a journal whose tables were altered by hand) and
@@ -119,18 +124,16 @@ async def prepare(connection: Any, schema: str, location: str) -> str:
     from psycopg.errors import InsufficientPrivilege  # psycopg is there: a connection is
 
     async with connection.transaction():
-        cursor = await connection.execute(  # one creator at a time
-            "SELECT current_setting('default_transaction_isolation'), pg_advisory_xact_lock(%s)",
-            (_CREATING,),
-        )
-        (isolation, _) = await cursor.fetchone()
+        cursor = await connection.execute(_SETTINGS_AND_LOCK, (_CREATING,))  # one creator
+        *values, _ = await cursor.fetchone()
+        settings = dict(zip(SESSION_SETTINGS, values, strict=True))
         cursor = await connection.execute(_COLUMNS, (schema,))
         columns: dict[str, set[str]] = {}
         for table, column in await cursor.fetchall():
             columns.setdefault(table, set()).update([column] if column is not None else [])
         if "meta" in columns:
             await _check_journal(connection, schema, location, columns)
-            return str(isolation)
+            return settings
         if columns:
             raise NotAJournal(
                 location,
@@ -158,7 +161,7 @@ async def prepare(connection: Any, schema: str, location: str) -> str:
         await connection.execute(
             f'INSERT INTO "{schema}".meta VALUES (%s, %s)', (APPLICATION, FORMAT_VERSION)
         )
-    return str(isolation)
+    return settings
 
 
 async def _check_journal(

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 
 import pytest
 
-from synaptum_lite import ConfigurationError, DamagedStore, NotAJournal, StoreUnavailable
+from synaptum_lite import (
+    ConfigurationError,
+    DamagedStore,
+    NotAJournal,
+    Session,
+    StoreUnavailable,
+)
 from synaptum_lite.errors import StoreForbidden, StoreUnreachable
 from synaptum_lite.postgres import PostgresCheckpointer
 from tests.core.agents import ANSWER
@@ -249,3 +256,35 @@ def test_six_checkpointers_first_using_a_schema_at_once_under_another_isolation_
     assert [state.header for state in loaded] == [None] * 6
     assert sorted(r.seq for r in records) == list(range(90))
     assert len({r.step_id for r in records}) == 90
+
+
+# ── a server that reaps idle sessions ────────────────────────────────────────────────────
+
+
+def test_a_run_whose_model_thinks_longer_than_the_servers_idle_session_timeout_goes_on(
+    tmp_path, monkeypatch
+):
+    """`idle_session_timeout` (PostgreSQL 14+) ends sessions idle for longer than it; the
+    lock of a run is a session's, idle while the model thinks. Here the server reaps after
+    0.3 s and one model call takes 1 s: the run still ends, paying each call once."""
+    from synaptum_lite.testing import ScriptedGateway
+    from tests.core.agents import HERRAMIENTAS, TASK, cajero, responder
+
+    monkeypatch.setattr("tests.core.agents.EFFECTS", tmp_path / "effects")
+    url = with_options(require_server(), "-c idle_session_timeout=300")
+    store = PostgresCheckpointer(url, schema=schema_for(tmp_path))
+    calls = []
+
+    def slow(request):
+        calls.append(len(request.messages))
+        if len(calls) == 2:
+            time.sleep(1.0)  # longer than the server lets a session idle
+        return responder(request)
+
+    async def scenario():
+        session = Session("r", ScriptedGateway([slow] * 8, tools=HERRAMIENTAS), store)
+        return [step async for step in cajero().run(TASK, session=session)]
+
+    steps = run(scenario())
+    assert steps[-1].output == ANSWER
+    assert len(calls) == 4
