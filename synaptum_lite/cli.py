@@ -31,6 +31,7 @@ from . import (
     Phase,
     RunBusy,
     Session,
+    StoreUnavailable,
     SynaptumError,
     ToolStep,
     Usage,
@@ -42,6 +43,8 @@ from .runview import (
     Store,
     call_of,
     check_journal,
+    field_of,
+    has_journal,
     is_held,
     open_store,
     read_run,
@@ -187,7 +190,7 @@ async def _each(rows: Iterable[Row]) -> AsyncIterator[Row]:
 
 async def command_show(args: argparse.Namespace, store: Store, width: int) -> None:
     run = await read_run(store, args.run)
-    agent = run.header.get("agent", {})
+    agent = field_of(run.header, "agent")
     say(f"run {run.run_id} · agent {agent.get('name')} · model {agent.get('model')}")
     say(_cut(f"task: {run.header.get('task', '')}", width))
     state = run.state + (f" ({run.detail})" if run.state == "closed" else "")
@@ -307,18 +310,38 @@ async def command_export(args: argparse.Namespace, store: Store, width: int) -> 
 
 
 async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
+    """Import what stdin holds. A refused export leaves the store as it was: no file or
+    schema is created for it, and no run is started with a header the store cannot read."""
     text, named = _export_on_stdin(), None
     with contextlib.suppress(ValueError, AttributeError):  # else `import_run` says what is wrong
         named = json.loads(text.split("\n", 1)[0]).get("run_id")
-    held = await store.checkpointer.load(named) if isinstance(named, str) and named else None
     try:
+        _check_headers(text)
+        held = None
+        if isinstance(named, str) and named and await has_journal(store):
+            held = await store.checkpointer.load(named)
         run_id = await import_run(store.checkpointer, text)
     except NotAJournal as exc:
         message = f"the export is not a synaptum_lite journal ({exc.detail}); nothing was imported"
         raise Failure(1, f"{message}: give {_AN_EXPORT}") from None
+    except CorruptJournal as exc:
+        damage = str(exc).partition("; ")[0]
+        raise Failure(1, f"the export is damaged ({damage}); nothing was imported") from None
     after = (await store.checkpointer.load(run_id)).next_seq
     new = after - (held.next_seq if held else 0)
     say(f"imported run {run_id} into {store.label}: {after} events, {new} new")
+
+
+def _check_headers(text: str) -> None:
+    """Refuse an export whose run header names no agent: the store would write it, then refuse
+    to read it back (`decode_header`), and the run would stay there, unreadable."""
+    for number, line in enumerate(text.splitlines(), 1):
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            if isinstance(row, dict) and row.get("synaptum_lite") == "run":
+                header = row.get("header")
+                if not isinstance(header, dict) or "agent" not in header:
+                    raise NotAJournal("the export", f"the run header on line {number} has no agent")
 
 
 _INTERRUPTED = (
@@ -452,6 +475,9 @@ async def run(argv: Sequence[str] | None = None) -> int:
         return _fail(5, f"{exc}; nothing was written", secret)
     except NothingToResolve as exc:
         return _fail(4, str(exc), secret)
+    except StoreUnavailable as exc:  # its remedy speaks to a program that runs an agent
+        then = "run the command again once it is back (a decision is never written twice)"
+        return _fail(1, f"the store {exc.location} {exc.condition} ({exc.detail}); {then}", secret)
     except SynaptumError as exc:
         return _fail(1, str(exc), secret)
     except ImportError as exc:

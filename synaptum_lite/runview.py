@@ -133,11 +133,20 @@ async def check_journal(store: Store) -> None:
     """Refuse a PostgreSQL schema that holds no journal (reading must not create one)."""
     if isinstance(store.checkpointer, SqliteCheckpointer):
         return  # `open_store` refused a missing or empty file
-    found = await _postgres(store, "SELECT to_regclass(%s)", f'"{store.schema}".meta')
-    if not found or found[0][0] is None:
+    if not await has_journal(store):
         raise Failure(
             3, f"{store.label} holds no synaptum_lite journal; check the URL and the schema"
         )
+
+
+async def has_journal(store: Store) -> bool:
+    """Whether the store already holds a journal (or, for SQLite, a file), asked without
+    creating one."""
+    checkpointer = store.checkpointer
+    if isinstance(checkpointer, SqliteCheckpointer):
+        return checkpointer.path.exists()
+    found = await _postgres(store, "SELECT to_regclass(%s)", f'"{store.schema}".meta')
+    return bool(found and found[0][0] is not None)
 
 
 async def run_ids(store: Store, *, open_only: bool = False) -> list[str]:
@@ -288,7 +297,7 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
     if state.header is None:
         raise Failure(3, f"no run {run_id!r} in {store.label}; list them: synaptum-lite runs")
     events = await load_events(store.checkpointer, run_id)
-    tools = state.header.get("agent", {}).get("tools", {})
+    tools = field_of(field_of(state.header, "agent"), "tools")
     steps: dict[str, StepView] = {}
     for event in events:
         steps.setdefault(event.step_id, StepView(event.step_id)).events.append(event)
@@ -311,13 +320,20 @@ def _waiting(view: StepView, tools: dict[str, Any]) -> str:
         return "approval"
     if not isinstance(latest, ToolStep) or isinstance(latest, DelegationStep):
         return ""  # a model call or a delegation runs again on resume
-    if tools.get(latest.call.name, {}).get("idempotent", False):
+    if field_of(tools, latest.call.name).get("idempotent", False) is True:
         return ""  # an idempotent tool simply runs again
     for e in view.events:  # an operator, or the runtime, allowed this attempt to run again
         if isinstance(e, ToolStep) and e.phase is Phase.RESOLVED and e.attempt == latest.attempt:
             if e.decision and e.decision.get("action") in ("retry", "not_started"):
                 return ""
     return "uncertain"
+
+
+def field_of(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    """`mapping[key]` when it is an object, else {}: a header comes from the store, and an
+    import takes any JSON object as one."""
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def call_of(view: StepView) -> str:

@@ -546,3 +546,75 @@ def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_pa
         "synaptum-lite: interrupted: a decision is written whole or not at all (show says "
         "which); an import may be cut short, and importing the same export again adds the rest\n"
     )
+
+
+# ── imports the store would keep but not read back ──────────────────────────────────────────
+
+
+def with_header(export: str, run_id: str, header: object) -> str:
+    """`export` under another run id, with `header` in place of its run's header."""
+    first, rest = export.split("\n", 1)
+    row = json.loads(first) | {"run_id": run_id, "header": header}
+    return json.dumps(row) + "\n" + rest
+
+
+def test_runs_with_headers_of_any_shape_an_import_took_are_listed_and_shown(
+    journal: Path,
+) -> None:
+    export = cli("export", str(journal), "incierto").stdout
+    odd = {"cadena": {"agent": "cajero", "task": 5}, "herramientas": {"agent": {"tools": "x"}}}
+    for run_id, header in odd.items():
+        imported = subprocess.run(
+            [sys.executable, "-m", "synaptum_lite", "import", str(journal)],
+            input=with_header(export, run_id, header),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert imported.returncode == 0, imported.stderr  # the store takes them
+    listed = cli("runs", str(journal))
+    assert listed.returncode == 0, listed.stderr  # before: "AttributeError: 'str' object ..."
+    assert [row.split()[:2] for row in listed.stdout.splitlines()[1:]] == [
+        ["cerrado", "closed"],
+        ["incierto", "uncertain"],
+        ["aprobar", "approval"],
+        ["cadena", "uncertain"],  # no tool says it is idempotent: a person decides
+        ["herramientas", "uncertain"],
+    ]
+    shown = cli("show", str(journal), "cadena")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == ["run cadena · agent None · model None", "task: 5"]
+
+
+def test_a_refused_import_creates_no_store_and_leaves_no_unreadable_run(
+    journal: Path, tmp_path: Path
+) -> None:
+    export = cli("export", str(journal), "incierto").stdout
+    first_line_only_good = export.split("\n", 1)[0] + '\n{"roto": 1}\n'
+    no_agent = with_header(export, "sin-agente", {"task": "x"})
+
+    def imported(store: Path, text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "synaptum_lite", "import", str(store)],
+            input=text,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    damaged = imported(tmp_path / "nuevo.db", first_line_only_good)
+    assert damaged.returncode == 1
+    assert damaged.stderr.startswith("synaptum-lite: the export is damaged (run 'incierto': ")
+    assert damaged.stderr.endswith("; nothing was imported\n")
+    assert not (tmp_path / "nuevo.db").exists()  # before: an empty journal was left there
+    before = digest(journal)
+    headless = imported(journal, no_agent)
+    assert headless.returncode == 1
+    assert headless.stderr == (
+        "synaptum-lite: the export is not a synaptum_lite journal (the run header on line 1 "
+        "has no agent); nothing was imported: give a run as synaptum-lite export writes it\n"
+    )
+    assert digest(journal) == before  # before: 'sin-agente' was started, then unreadable
+    assert cli("runs", str(journal)).returncode == 0
