@@ -6,6 +6,8 @@ Needs the `http` extra (`pip install 'synaptum-lite[http]'`). Any server that sp
 Failures are classified once, here, into `ProviderError`:
 
     timeout, connection refused or dropped (also mid-stream)  retryable
+    (a stream that stalls or drops after its finish_reason     kept: the answer is whole,
+    is not a failure)                                          only the usage is unmeasured
     the call's total deadline passed (a trickling server)      retryable
     429, 408, 5xx                                              retryable, `Retry-After` parsed
     any other 4xx (401, 403, 404, 400 ...)                     not retryable
@@ -209,6 +211,8 @@ class OpenAICompatibleGateway(LocalGateway):
         # The `async with` and `finally` blocks are what make `aclose()` stop generation
         # upstream: closing this generator unwinds them, which closes the response and its
         # connection, and a server stops generating when its client goes away.
+        assembly = StreamAssembly()
+        lines = _Lines(self.max_response_bytes)
         async with self._client() as client:
             try:
                 async with asyncio.timeout_at(deadline):
@@ -229,8 +233,6 @@ class OpenAICompatibleGateway(LocalGateway):
                             yield whole
                             return
                         chunks = _once(body)  # server-sent events labelled as JSON
-                    assembly = StreamAssembly()
-                    lines = _Lines(self.max_response_bytes)
                     async for data in _sse_data(lines.read(chunks, self._too_large)):
                         if data == "[DONE]":
                             assembly.done = True
@@ -250,14 +252,11 @@ class OpenAICompatibleGateway(LocalGateway):
                             yield self._redact(fragment)
                 finally:
                     await response.aclose()
-            except TimeoutError:
-                raise self._deadline_error() from None
-            except httpx.TimeoutException as exc:
-                raise self._transport_error("timed out while streaming", exc) from None
-            except httpx.ConnectError as exc:
-                raise self._transport_error("could not be reached", exc) from None
-            except httpx.TransportError as exc:
-                raise self._transport_error("dropped the connection while streaming", exc) from None
+            except (TimeoutError, httpx.TransportError) as exc:
+                # After a finish_reason the answer is whole: a stall or a drop then loses only
+                # the usage (unmeasured) and [DONE], not an answer paid for.
+                if not assembly.finished:
+                    raise self._stream_failure(exc) from None
             except httpx.DecodingError as exc:
                 raise self._decoding_error(response, exc) from None
         if not assembly.complete:
@@ -414,6 +413,15 @@ class OpenAICompatibleGateway(LocalGateway):
         reason = _excerpt(self._redact(str(exc))) or type(exc).__name__
         message = f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason})"
         return ProviderError(self._redact(message), retryable=True)
+
+    def _stream_failure(self, exc: Exception) -> ProviderError:
+        if isinstance(exc, TimeoutError):
+            return self._deadline_error()
+        if isinstance(exc, httpx.TimeoutException):
+            return self._transport_error("timed out while streaming", exc)
+        if isinstance(exc, httpx.ConnectError):
+            return self._transport_error("could not be reached", exc)
+        return self._transport_error("dropped the connection while streaming", exc)
 
     def _deadline_error(self) -> ProviderError:
         message = (

@@ -934,3 +934,37 @@ def test_a_stream_reads_as_sse_says_it_should(
 
     assert items[:-1] == ["Hola, ", "adiós"]
     assert items[-1].text == "Hola, adiós"
+
+
+# ── a whole answer, then the stream goes wrong ────────────────────────────────────────────────
+
+
+async def finished_then_drops(ex: Exchange) -> None:
+    await ex.start_sse()
+    await ex.send_event(chunk({"content": "El saldo es de 4.200,00 €."}))
+    await ex.send_event(chunk({}, "stop"))
+    ex.drop()  # before the usage chunk and [DONE]
+
+
+async def finished_then_stalls(ex: Exchange) -> None:
+    await ex.start_sse()
+    await ex.send_event(chunk({"content": "El saldo es de 4.200,00 €."}))
+    await ex.send_event(chunk({}, "stop"))
+    try:  # silent until the client goes away (bounded: 10 s)
+        await asyncio.wait_for(ex.disconnected.wait(), 10)
+    except TimeoutError:
+        pass
+
+
+@pytest.mark.parametrize("fault", [finished_then_drops, finished_then_stalls])
+def test_a_stream_that_fails_after_its_finish_reason_keeps_the_answer_and_pays_once(
+    server: FaultServer, tmp_path: Path, fault: Any
+) -> None:
+    name = fault.__name__
+    server.scenarios[name] = fault
+
+    final = run_agent(gateway(server, name, timeout=0.5), tmp_path, streaming=True)
+
+    assert final.text == "El saldo es de 4.200,00 €."
+    assert final.usage == Usage()  # the usage chunk never came: unmeasured, not zero
+    assert requests_to(server, name) == 1
