@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from .errors import (
     ConfigurationError,
+    DamagedStore,
     StoreForbidden,
     StoreFull,
     StoreUnavailable,
@@ -313,6 +314,14 @@ class PostgresCheckpointer:
                 forbidden = self._forbidden(exc, link.connection)
                 if forbidden is not None:  # so is it here
                     raise forbidden from exc
+                if getattr(exc, "sqlstate", None) in _GONE:  # and here
+                    # checked when this checkpointer first connected: changed since, by hand.
+                    # Never created again: a run would start over and repeat its effects.
+                    raise DamagedStore(
+                        self.location,
+                        f"its tables were dropped or altered while in use: PostgreSQL: "
+                        f"{_first_line(exc)}",
+                    ) from exc
                 if not self._lost(exc):
                     raise
                 self._drop(link)
@@ -396,6 +405,7 @@ class PostgresCheckpointer:
 _DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
 _READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
+_GONE = ("3F000", "42P01", "42703")  # no such schema, table or column
 
 
 def _session_setup(settings: dict[str, str | None]) -> str:

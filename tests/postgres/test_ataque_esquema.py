@@ -140,6 +140,37 @@ def test_a_journal_altered_by_hand_is_named_damaged_and_left_alone(tmp_path, alt
     assert tables_of(schema) == before
 
 
+def test_a_journal_dropped_while_in_use_is_named_damaged_and_never_created_again(tmp_path):
+    """The schema is dropped by hand while a checkpointer uses it. Creating it again would
+    start every run over (and repeat its effects): each call says what happened instead."""
+    schema = schema_for(tmp_path)
+    store = PostgresCheckpointer(require_server(), schema=schema)
+
+    async def scenario():
+        await store.start("r", HEADER)
+        await store.append("r", [model_step(0)])
+        with admin() as db:
+            db.execute(f"DROP SCHEMA {schema} CASCADE")
+        errors = []
+        for call in (
+            lambda: store.load("r"),
+            lambda: store.start("r", HEADER),
+            lambda: store.append("r", [model_step(1)]),
+        ):
+            with pytest.raises(DamagedStore) as damaged:
+                await call()
+            errors.append(str(damaged.value))
+        async with store.hold("r"):
+            with pytest.raises(DamagedStore):
+                await store.records("r")
+        return errors
+
+    errors = run(scenario())
+    assert all("dropped or altered while in use" in error for error in errors)
+    assert all(f"(schema {schema})" in error for error in errors)
+    assert tables_of(schema) == []
+
+
 # ── privileges and read-only servers ─────────────────────────────────────────────────────
 
 
