@@ -9,7 +9,8 @@ job, and a retry the loop does not see is an attempt the journal does not record
 become `ProviderError` with the SDK's own verdict on `retryable` and `retry_after`; a stream cut
 mid-way and a transport failure are retryable (a model call is safe to repeat here: its result
 is journaled only once it completes), and so are a stream that ends without a `finish_reason`
-and a connection httpx reports dropped mid-stream (the SDK lets that through unwrapped). Not
+and a connection httpx reports dropped mid-stream (the SDK lets that through unwrapped), unless
+the stream had its `finish_reason`: then the answer is whole and kept, its usage unmeasured. Not
 retried: a body that does not decompress, a chunk of the wrong shape, JSON nested too deeply,
 a stream with no events at all, a completion without a message, and a streamed tool-call piece
 the SDK would drop in part (a name or arguments that are not text). Nothing else escapes. The
@@ -140,6 +141,7 @@ class AxoniumGateway(LocalGateway):
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         chunks, finished = 0, False
+        s: Any = None
         try:
             # Leaving this block (also by `aclose()`) closes the SDK's stream and its response.
             async with self._current().chat.completions.stream(
@@ -173,7 +175,16 @@ class AxoniumGateway(LocalGateway):
                     usage=_usage(s.usage()),
                 )
         except self._failures as exc:
-            raise self._provider_error(exc) from None
+            error = self._provider_error(exc)
+            # After a finish_reason the answer is whole: a drop then loses only the usage and
+            # [DONE], not an answer paid for (the SDK keeps what arrived, `s.content`).
+            if not (finished and error.retryable and s is not None):
+                raise error from None
+            response = ModelResponse(
+                text=s.content or None,
+                tool_calls=self._calls(s.tool_calls),
+                usage=_usage(s.usage()),
+            )
         yield response
 
     # ── helpers ─────────────────────────────────────────────────────────────────────────────

@@ -35,6 +35,7 @@ from synaptum_lite.errors import ConfigurationError  # noqa: E402
 from . import conftest  # noqa: E402
 from .fault_server import Exchange, FaultServer  # noqa: E402
 from .test_hostile_server import SCENARIOS as HOSTILE  # noqa: E402
+from .test_hostile_server import finished_then_drops  # noqa: E402
 from .test_http_gateway import RUNS, consultar_saldo, request  # noqa: E402
 
 CLIENT_ID = "cliente-demo"
@@ -312,3 +313,18 @@ def test_two_calls_with_one_id_get_an_id_each_and_bad_usage_stays_unmeasured(
 
     assert [call.id for call in response.tool_calls] == ["a", "a_1"]
     assert response.usage == Usage(None, None, None)
+
+
+def test_a_stream_that_drops_after_its_finish_reason_keeps_the_answer(server: FaultServer) -> None:
+    server.scenarios["axo_finished_then_drops"] = behind_auth(finished_then_drops)
+
+    async def collect() -> list[Any]:
+        model = gateway(server, "axo_finished_then_drops")
+        return [item async for item in model.stream(request())]
+
+    items = asyncio.run(collect())
+
+    assert items == [
+        "El saldo es de 4.200,00 €.",
+        ModelResponse(text="El saldo es de 4.200,00 €.", usage=Usage()),
+    ]
