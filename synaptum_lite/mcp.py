@@ -95,6 +95,28 @@ class McpTool(Tool):
     remote_name: str
     annotations: dict[str, bool]
 
+    def bind(self, arguments: Any) -> dict[str, Any]:
+        """Check the model's arguments as `Tool.bind` does, except that an argument the schema
+        does not name is passed on to the server when the schema lets it (it names no
+        property, or says `additionalProperties` or `patternProperties`): the server checks
+        it. A schema that names its properties and says nothing more keeps the others out."""
+        schema = self.parameters
+        extra = schema.get("additionalProperties")
+        named = bool(schema["properties"])
+        opened = extra is True or isinstance(extra, dict) or "patternProperties" in schema
+        if not isinstance(arguments, dict) or extra is False or (named and not opened):
+            return Tool.bind(self, arguments)
+        properties = schema["properties"]
+        missing = [name for name in schema.get("required", ()) if name not in arguments]
+        if missing:
+            raise InvalidToolCall(self.name, f"missing required argument(s) {', '.join(missing)}")
+        return {
+            key: self._converters[key](value)
+            if key in properties
+            else _checker(self.name, key, extra)(value)
+            for key, value in arguments.items()
+        }
+
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         """Call the tool on its server; returns the text (or structured content) it answered."""
         return await self.function(arguments, context)
@@ -299,11 +321,18 @@ def _adapt(
     risk, idempotent = risk_of(annotations)
     schema = dict(listed.input_schema)
     schema.setdefault("properties", {})
-    if not isinstance(schema["properties"], dict):
+    required = schema.get("required", [])
+    if not isinstance(schema["properties"], dict) or not (
+        isinstance(required, list) and all(isinstance(name, str) for name in required)
+    ):
+        what, value, should = (
+            ("properties", schema["properties"], "an object of argument schemas")
+            if not isinstance(schema["properties"], dict)
+            else ("required", required, "a list of argument names")
+        )
         raise ConfigurationError(
             f"MCP server {server!r}: the input schema of its tool {listed.name!r} has "
-            f"properties {_bounded(schema['properties'])}, not an object of argument schemas; "
-            "no tool was called: fix the server"
+            f"{what} {_bounded(value)}, not {should}; no tool was called: fix the server"
         )
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:

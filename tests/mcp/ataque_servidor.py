@@ -17,7 +17,9 @@ Modes, each changing what a call to `enviar` (or the start-up) meets:
 - `id-ajeno` answers the call under another request's id, and never under its own;
 - `grita` writes 8 MB to stderr before answering;
 - `bucle` lists its tools in pages whose cursor never ends (always the same one);
-- `propiedades:JSON` lists `enviar` with that JSON as its schema's `properties`.
+- `propiedades:JSON` lists `enviar` with that JSON as its schema's `properties`;
+- `requerido:JSON` lists `enviar` with that JSON as its schema's `required`;
+- `abierta` lists `enviar` with a schema that names no property and takes any text one.
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ def main(argv: list[str]) -> None:
     def receive() -> dict[str, object]:
         return json.loads(sys.stdin.readline())
 
-    schema = {"type": "object", "properties": properties[0] if properties else {"texto": {}}}
+    schema: dict[str, object] = {"type": "object"}
+    schema["properties"] = properties[0] if properties else {"texto": {}}
+    for mode in modes:
+        if mode.startswith("requerido:"):
+            schema["required"] = json.loads(mode.split(":", 1)[1])
+    if "abierta" in modes:
+        schema = {"type": "object", "additionalProperties": {"type": "string"}}
     tool = {"name": "enviar", "description": "Envía un texto.", "inputSchema": schema}
     record("arranque", pid=os.getpid())
     asked = 1000

@@ -179,3 +179,32 @@ def test_a_type_list_with_something_that_is_not_a_type_name_keeps_the_names_it_h
 
     with pytest.raises(InvalidToolCall, match="texto must be string, got 3"):
         asyncio.run(wrong_type())
+
+
+def test_a_required_that_is_null_is_refused_at_start_up_naming_it(tmp_path):
+    # before: connect took it, and the first call ended the run with a raw TypeError ('NoneType'
+    # object is not iterable); the SDK refuses any other value that is not a list of strings
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "requerido:null"))
+    assert str(refused.value) == (
+        "MCP server 'ataque': the input schema of its tool 'enviar' has required None, "
+        "not a list of argument names; no tool was called: fix the server"
+    )
+
+
+def test_a_schema_that_names_no_property_and_takes_any_passes_the_models_arguments_on(tmp_path):
+    # before: every argument was refused, «unknown argument(s) texto»: the tool could not be
+    # called with any; what the schema says of the others is still checked
+    steps = asyncio.run(run(tmp_path, "r", "abierta"))
+    assert (result_of(steps).is_error, steps[-1].output) == (False, "enviado: hola")
+
+    async def bound(arguments: dict[str, Any]) -> dict[str, Any]:
+        async with connect(
+            sys.executable, str(SERVER), str(tmp_path / "e.jsonl"), "abierta", prefix="h"
+        ) as server:
+            return server.tools[0].bind(arguments)
+
+    assert asyncio.run(bound({"texto": "hola", "otro": "sí"})) == {"texto": "hola", "otro": "sí"}
+    with pytest.raises(InvalidToolCall, match="otro must be string, got 3"):
+        asyncio.run(bound({"otro": 3}))
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
