@@ -95,6 +95,12 @@ async def remote_agent(
     async with httpx.AsyncClient(timeout=timeout) as http:
         try:
             status, headers, body = await wire.read(http, "GET", card_url, timeout)
+        except httpx.InvalidURL as exc:
+            raise ConfigurationError(
+                f"remote agent {label!r}: {url!r} is not a URL httpx can use (InvalidURL: "
+                f"{exc}); nothing was fetched or sent. Give the server's base URL, such as "
+                "http://127.0.0.1:8000"
+            ) from None
         except (httpx.TransportError, TimeoutError) as exc:
             why = (
                 f"{type(exc).__name__}: {exc}" if str(exc) else f"nothing in timeout={timeout:g} s"
@@ -187,6 +193,10 @@ class RemoteAgent(Agent):
             label, card_url, card["supportedInterfaces"], frozenset(allow_origins)
         )
         skills = card.get("skills") or []
+        if not isinstance(skills, list):
+            raise RemoteProtocolError(
+                label, card_url, f"its card's skills are {wire.bounded(skills)}, not a list"
+            )
         self.card = {
             "name": str(card["name"]),
             "version": str(card.get("version", "")),

@@ -19,6 +19,7 @@ Modes:
 - `resultado-enorme` — SendMessage answers a result with neither task nor message, 1 MB long;
 - `paginas` — the first SendMessage creates its task and answers 503; ListTasks ignores the
   context asked for and answers one task a page, three tasks of other contexts first;
+- `habilidades-numero` — its card's skills are a number, not a list;
 - `paginas-bucle` — like `paginas`, but every page points to the same next page.
 """
 
@@ -101,7 +102,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         base = f"http://127.0.0.1:{self.server.server_address[1]}"
         if self.path == "/.well-known/agent-card.json":
-            self.answer(200, card(base))
+            shown = card(base)
+            if self.state.mode == "habilidades-numero":
+                shown["skills"] = 5
+            self.answer(200, shown)
         elif self.path == "/contador":
             with self.state.lock:
                 self.answer(200, {"ids": self.state.messages, "peticiones": self.state.requests})

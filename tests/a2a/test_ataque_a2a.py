@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from synaptum_lite import (
+    ConfigurationError,
     FinalStep,
     RemoteProtocolError,
     RemoteUnavailable,
@@ -197,3 +198,26 @@ async def test_list_tasks_pages_that_loop_are_a_protocol_error_and_nothing_is_se
         "the same run_id again"
     )
     assert server.sent() == 1
+
+
+async def test_a_card_whose_skills_are_not_a_list_is_a_protocol_error_naming_them(serve):
+    # before: a raw TypeError ('int' object is not iterable)
+    server = serve("habilidades-numero")
+    with pytest.raises(RemoteProtocolError) as error:
+        await remote_agent(server.url, risk=Risk.READ, name="buscador")
+    assert str(error.value) == (
+        f"remote agent 'buscador' at {server.url}/.well-known/agent-card.json: its card's "
+        "skills are 5, not a list"
+    )
+    assert server.sent() == 0
+
+
+async def test_a_url_httpx_cannot_parse_is_a_configuration_error_naming_it():
+    # before: httpx's own InvalidURL, raw
+    with pytest.raises(ConfigurationError) as error:
+        await remote_agent("http://[::1", risk=Risk.READ, name="buscador")
+    assert str(error.value) == (
+        "remote agent 'buscador': 'http://[::1' is not a URL httpx can use (InvalidURL: "
+        "Invalid port: ':1'); nothing was fetched or sent. Give the server's base URL, such as "
+        "http://127.0.0.1:8000"
+    )
