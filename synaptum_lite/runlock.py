@@ -91,6 +91,41 @@ class LockedFile:
 _FILES: dict[tuple[int, int], LockedFile] = {}
 _FILES_LOCK = threading.Lock()
 _PARKED: list[int] = []  # descriptors that must stay open (see `enter_file`)
+_FLOCKS: set[int] = set()  # descriptors of the runs' flock files (macOS), while held
+
+
+def _forget_after_fork() -> None:
+    """In a child made by `fork`: close its copies of the lock descriptors.
+
+    A lock on an open file description (Linux's OFD lock, macOS's flock) belongs to every
+    descriptor of that description, so a child forked while a run is held (a tool using
+    multiprocessing's fork, a daemon) kept the run locked after its parent was killed, and
+    the resume was told "busy" for as long as the child lived. Closing the child's copies
+    leaves the parent's lock as it is and lets it die with the parent; the stores the child
+    inherited can no longer release (unlock through the shared description) what the parent
+    holds."""
+    global _FILES_LOCK
+    _FILES_LOCK = threading.Lock()  # another thread may have held it at the fork
+    for locked in _FILES.values():
+        _close_quietly(locked.fd)
+        locked.fd = -1  # inert: see `leave_file` and `lock_run`
+        locked.held.clear()
+    _FILES.clear()
+    for fd in (*_PARKED, *_FLOCKS):
+        _close_quietly(fd)
+    _PARKED.clear()
+    _FLOCKS.clear()
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+if sys.platform != "win32" and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def enter_file(database: FilePath, run_id: str = "") -> LockedFile:
@@ -125,6 +160,8 @@ def enter_file(database: FilePath, run_id: str = "") -> LockedFile:
 def leave_file(locked: LockedFile) -> None:
     """One user of `locked` fewer; the last one closes its descriptor."""
     with _FILES_LOCK:
+        if locked.fd < 0:  # inherited through a fork, and closed there
+            return
         locked.users -= 1
         if locked.users == 0 and not locked.held:
             del _FILES[locked.key]
@@ -238,6 +275,8 @@ def lock_run(database: FilePath, locked: LockedFile, run_id: str) -> Release | N
 
     def release_run() -> None:
         with _FILES_LOCK:
+            if locked.fd < 0:  # a child forked while the run was held: the parent holds it
+                return
             try:
                 release()
             finally:
@@ -298,7 +337,14 @@ def _flock_run(database: FilePath, offset: int, run_id: str, fcntl: Any) -> Rele
         if exc.errno in _BUSY:
             return None
         raise LockFailed(_name(database), run_id, _cause(exc)) from None
-    return lambda: os.close(fd)  # closing the description releases its lock
+    _FLOCKS.add(fd)
+
+    def release() -> None:  # closing the description releases its lock
+        if fd in _FLOCKS:  # not closed already by a fork (`_forget_after_fork`)
+            _FLOCKS.discard(fd)
+            os.close(fd)
+
+    return release
 
 
 def _lock_byte_windows(
