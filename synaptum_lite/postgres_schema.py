@@ -52,8 +52,10 @@ _CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a sche
 SCHEMA_NAME = re.compile(r"(?!pg_)[a-z_][a-z0-9_]{0,62}")
 
 _STATEMENTS = {
-    "try_lock": "SELECT pg_try_advisory_lock(%s)",
-    "unlock": "SELECT pg_advisory_unlock(%s)",
+    # PostgreSQL's own lock functions, by their schema: a function of the same name in a schema
+    # the session's search_path puts first must not decide who drives a run
+    "try_lock": "SELECT pg_catalog.pg_try_advisory_lock(%s)",
+    "unlock": "SELECT pg_catalog.pg_advisory_unlock(%s)",
     "load": """SELECT r.header, r.next_seq, e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.runs r LEFT JOIN {schema}.events e ON e.run = r.id AND e.seq = r.final_seq
 WHERE r.run_id = %s""",
@@ -95,14 +97,14 @@ FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s 
 }
 # every table of a schema, with each of its columns (a table without columns: one row, NULL)
 _COLUMNS = """SELECT c.relname::text, a.attname::text
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
 SESSION_SETTINGS = ("default_transaction_isolation", "idle_session_timeout")
-_SETTINGS_AND_LOCK = "SELECT {}, pg_advisory_xact_lock(%s)".format(
-    ", ".join(f"current_setting('{name}', true)" for name in SESSION_SETTINGS)
+_SETTINGS_AND_LOCK = "SELECT {}, pg_catalog.pg_advisory_xact_lock(%s)".format(
+    ", ".join(f"pg_catalog.current_setting('{name}', true)" for name in SESSION_SETTINGS)
 )
-_SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)"
+_SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s)"
 
 
 def statements(schema: str) -> dict[str, str]:

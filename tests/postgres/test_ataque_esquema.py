@@ -19,6 +19,7 @@ from synaptum_lite import (
     ConfigurationError,
     DamagedStore,
     NotAJournal,
+    RunBusy,
     Session,
     StoreUnavailable,
 )
@@ -259,6 +260,35 @@ def test_a_server_that_accepts_no_writes_is_named_as_such(tmp_path):
                 run(store.append("r", [model_step(0)]))
     assert tables_of(schema + "_nuevo") == []
     assert run(PostgresCheckpointer(require_server(), schema=schema).load("r")).next_seq == 0
+
+
+def test_a_lock_function_of_the_same_name_earlier_on_the_search_path_is_not_the_lock(tmp_path):
+    """Someone created `pg_try_advisory_lock(bigint)` answering true in a schema that the
+    sessions' search_path puts before pg_catalog (here through the URL; a role's or a
+    database's settings do the same). Two checkpointers must still not hold one run at once:
+    the lock is PostgreSQL's own, named with its schema."""
+    schema = schema_for(tmp_path)
+    impostor = schema + "_impostor"
+    with admin() as db:
+        db.execute(f"CREATE SCHEMA {impostor}")
+        db.execute(
+            f"""CREATE FUNCTION {impostor}.pg_try_advisory_lock(bigint) RETURNS boolean
+            AS 'SELECT true' LANGUAGE sql"""
+        )
+        db.execute(
+            f"""CREATE FUNCTION {impostor}.pg_advisory_unlock(bigint) RETURNS boolean
+            AS 'SELECT true' LANGUAGE sql"""
+        )
+    url = with_options(require_server(), f"-c search_path={impostor},pg_catalog,public")
+    first, second = (PostgresCheckpointer(url, schema=schema) for _ in range(2))
+
+    async def scenario():
+        async with first.hold("r"):
+            with pytest.raises(RunBusy):
+                async with second.hold("r"):
+                    pass
+
+    run(scenario())
 
 
 # ── isolation levels ─────────────────────────────────────────────────────────────────────
