@@ -241,8 +241,10 @@ def _describe(step: StepView, times: bool, held: bool = False) -> tuple[str, lis
         what = first.reason or "answered"
     if isinstance(first, ApprovalStep) and first.reason:
         notes.insert(0, f"asks approval: {first.reason}")
-    if step.waiting and held:
+    if (step.waiting or step.inside) and held:
         notes.append("a driver holds the run: it may be running this step")
+    elif step.inside:
+        notes.append(f"waits in its sub-run {step.inside}")
     elif step.waiting == "approval":
         notes.append("waits for approval: resolve --approve or --deny")
     elif step.waiting == "uncertain":
@@ -267,6 +269,13 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     if step.waiting != wanted:
         if await is_held(store, args.run):  # what it waits for is the driver's to change
             raise Failure(5, f"a driver holds run {args.run!r} now; nothing was written: {_WAIT}")
+        if step.inside:
+            message = f"run {args.run!r}, step {args.step} is a delegation; what waits is in its "
+            raise Failure(
+                4,
+                f"{message}sub-run {step.inside!r}; nothing was written: resolve it there (see "
+                f"synaptum-lite show STORE {step.inside})",
+            )
         what, then = _NOT_WAITING.get(step.waiting, _NOT_WAITING[""])
         decided = _decided(step) if not step.waiting else ""
         then = f"it was already resolved ({decided}); {_SEE}" if decided else then

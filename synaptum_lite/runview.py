@@ -257,11 +257,16 @@ async def _advisory_locks(store: Store) -> set[int]:
 
 @dataclass
 class StepView:
-    """One step's events, in order, and what it waits for (approval, uncertain, or '')."""
+    """One step's events, in order, and what it waits for (approval, uncertain, or ''). A
+    delegation whose sub-run waits for a person names it in `inside`, with what waits there:
+    the decision is taken in the sub-run, never on this step."""
 
     step_id: str
     events: list[Step] = field(default_factory=list)
     waiting: str = ""
+    inside: str = ""  # the sub-run where a person must decide
+    inside_waiting: str = ""
+    inside_detail: str = ""
 
 
 @dataclass
@@ -280,15 +285,19 @@ class RunView:
             return "closed"
         if self.held:
             return "held"
-        waiting = [s.waiting for s in self.steps if s.waiting]
-        return waiting[-1] if waiting else "open"
+        waiting = [s.waiting or s.inside_waiting for s in self.steps]
+        return next((w for w in reversed(waiting) if w), "open")
 
     @property
     def detail(self) -> str:
         if self.final is not None:
             return self.final.reason or "answered"
-        waiting = [f"{s.step_id}: {call_of(s)}" for s in self.steps if s.waiting]
-        return waiting[0] if waiting else ""
+        for s in reversed(self.steps):  # the same step `state` names
+            if s.waiting:
+                return f"{s.step_id}: {call_of(s)}"
+            if s.inside_waiting:
+                return f"{s.step_id}: in {s.inside}: {s.inside_detail}"
+        return ""
 
 
 async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> RunView:
@@ -303,11 +312,28 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
         steps.setdefault(event.step_id, StepView(event.step_id)).events.append(event)
     for view in steps.values():
         view.waiting = _waiting(view, tools)
+        await _sub_run_waits(store, view)
     usage = (await run_usage(store.checkpointer, run_id)).total
     run = RunView(run_id, state.header, len(events), list(steps.values()), state.final, usage)
     if check_held and not run.final:
         run.held = await is_held(store, run_id)
     return run
+
+
+async def _sub_run_waits(store: Store, view: StepView) -> None:
+    """Fill `view.inside` when the step is a delegation not completed whose sub-run waits for
+    a person: resuming the run stops there until that person decides."""
+    attempted = [e for e in view.events if e.phase is Phase.ATTEMPTED]
+    if not attempted or any(e.phase is Phase.COMPLETED for e in view.events):
+        return
+    if not isinstance(attempted[-1], DelegationStep):
+        return
+    sub_run_id = attempted[-1].sub_run_id
+    if (await store.checkpointer.load(sub_run_id)).header is None:
+        return  # killed before the sub-run began: it begins on resume
+    sub = await read_run(store, sub_run_id, check_held=False)
+    if sub.state in ("approval", "uncertain"):
+        view.inside, view.inside_waiting, view.inside_detail = sub_run_id, sub.state, sub.detail
 
 
 def _waiting(view: StepView, tools: dict[str, Any]) -> str:

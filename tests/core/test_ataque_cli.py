@@ -677,3 +677,81 @@ def test_at_every_kill_point_the_operator_resolves_by_what_it_sees_and_nothing_r
         ("--die-in", "transferir"): "--result",  # done, its step not completed
         ("--die-in", "notificar"): "--result",
     }
+
+
+# ── a delegation whose sub-run waits for a person ───────────────────────────────────────────
+
+DELEGATING = """
+import asyncio, os, signal, sys
+from synaptum_lite import Agent, Risk, Role, Session, SqliteCheckpointer, tool
+from synaptum_lite.testing import ScriptedGateway, calls, says
+
+store, payments, die = sys.argv[1], sys.argv[2], sys.argv[3] == "die"
+
+@tool(risk=Risk.HARD_WRITE)
+def pagar(importe: float) -> str:
+    \"\"\"Paga una factura.\"\"\"
+    with open(payments, "a") as record:
+        record.write("pago\\n")
+    if die:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return "pagado"
+
+def responder(request):
+    if any(m.role is Role.TOOL for m in request.messages):
+        return says("hecho")
+    if any(spec.name == "pagar" for spec in request.tools):
+        return calls("pagar", importe=10.0)
+    return calls("tesorero", task="paga 10")
+
+tesorero = Agent("tesorero", model="m", instructions="Paga.", tools=[pagar],
+                 description="Paga facturas.")
+jefe = Agent("jefe", model="m", instructions="Delega.", delegates=[tesorero])
+
+async def main():
+    gateway = ScriptedGateway([responder] * 10, tools=[pagar])
+    session = Session("padre", gateway, SqliteCheckpointer(store))
+    async for event in jefe.run("paga", session=session):
+        pass
+    print("final")
+
+asyncio.run(main())
+"""
+
+
+def test_a_run_whose_delegation_waits_in_its_sub_run_says_where_and_is_resolved_there(
+    tmp_path: Path,
+) -> None:
+    store, payments = str(tmp_path / "runs.db"), tmp_path / "pagos"
+
+    def drive(mode: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", DELEGATING, store, str(payments), mode]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert drive("die").returncode == -signal.SIGKILL  # inside the payment, after it was made
+    listed = cli("runs", store, "--state", "waiting", "--width", "140").stdout.splitlines()
+    assert [row.split()[:2] for row in listed[1:]] == [
+        ["padre", "uncertain"],  # before: "open", as if running it again would go on
+        ["padre/000001-delegate", "uncertain"],
+    ]
+    assert listed[1].endswith(
+        "000001-delegate: in padre/000001-delegate: 000001-tool: pagar(importe=10.0)"
+    )
+    shown = cli("show", store, "padre").stdout.splitlines()
+    assert shown[-1].strip() == "waits in its sub-run padre/000001-delegate"
+    here = cli("resolve", store, "padre", "000001-delegate", "--result", "pagado")
+    assert here.returncode == 4
+    assert here.stderr == (
+        "synaptum-lite: run 'padre', step 000001-delegate is a delegation; what waits is in its "
+        "sub-run 'padre/000001-delegate'; nothing was written: resolve it there (see "
+        "synaptum-lite show STORE padre/000001-delegate)\n"
+    )
+    there = cli("resolve", store, "padre/000001-delegate", "000001-tool", "--result", "pagado")
+    assert there.returncode == 0, there.stderr
+    resumed = drive("live")
+    assert resumed.stdout == "final\n", resumed.stderr
+    assert payments.read_text() == "pago\n"  # made once, recorded by the operator
+    assert [row.split()[1] for row in cli("runs", store).stdout.splitlines()[1:]] == [
+        "closed",
+        "closed",
+    ]
