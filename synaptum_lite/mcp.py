@@ -148,7 +148,7 @@ async def connect(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     errlog: TextIO | None = None,
-    call_timeout: float | None = None,
+    call_timeout: float | None = 600.0,
     start_timeout: float = 30.0,
     rename: Mapping[str, str] | None = None,
 ) -> AsyncIterator[McpServer]:
@@ -158,8 +158,9 @@ async def connect(
     `prefix` (a letter, then letters, digits or `-`) goes before each tool's name. `env` adds
     variables to the few the SDK passes on (`PATH`, `HOME`...). `errlog` receives the
     server's stderr (by default this process's). `call_timeout`, in seconds, bounds the wait
-    for each call's answer: past it the call counts as lost (`McpServerLost`); `start_timeout`
-    the wait for the server to introduce itself and list its tools. `rename` maps a server's
+    for each call's answer: past it the call counts as lost (`McpServerLost`; None waits for
+    ever, for a server that may hang the run); `start_timeout` the wait for the server to
+    introduce itself and list its tools. `rename` maps a server's
     tool name to the one used after the prefix (for a name a model API would refuse).
 
     Raises `ConfigurationError` when the SDK is missing, the prefix is not one or a tool's
@@ -180,6 +181,7 @@ async def connect(
         )
     server_name = prefix
     _check_errlog(prefix, errlog or sys.stderr)
+    unreadable = _Unreadable()
     parameters = StdioServerParameters(
         command=command,
         args=list(args),
@@ -193,7 +195,9 @@ async def connect(
                 streams = await stack.enter_async_context(
                     stdio_client(parameters, errlog=errlog or sys.stderr)
                 )
-                session = await stack.enter_async_context(ClientSession(*streams))
+                session = await stack.enter_async_context(
+                    ClientSession(*streams, message_handler=unreadable.hear)
+                )
                 with anyio.fail_after(start_timeout):
                     introduced = await session.initialize()
                     server_name = introduced.server_info.name or prefix
@@ -202,7 +206,7 @@ async def connect(
                 raise McpServerLost(
                     server_name,
                     f"it did not introduce itself and list its tools within "
-                    f"start_timeout={start_timeout} s; it may be hung",
+                    f"start_timeout={start_timeout} s; it may be hung" + unreadable.since(0),
                 ) from None
             except (OSError, MCPError) as exc:
                 raise McpServerLost(server_name, _describe(exc)) from None
@@ -216,7 +220,7 @@ async def connect(
                 server_name,
                 prefix,
                 [
-                    _adapt(session, server_name, name, item, call_timeout)
+                    _adapt(session, server_name, name, item, call_timeout, unreadable)
                     for name, item in zip(names, listed, strict=True)
                 ],
             )
@@ -303,6 +307,7 @@ def _adapt(
     name: str,
     listed: ListedTool,
     call_timeout: float | None,
+    unreadable: _Unreadable,
 ) -> McpTool:
     """The `Tool` an agent sees for one tool the server listed, named `name`."""
     from mcp.shared.exceptions import MCPError
@@ -336,6 +341,7 @@ def _adapt(
         )
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
+        heard = unreadable.count
         try:
             result = await session.call_tool(
                 listed.name,
@@ -347,7 +353,7 @@ def _adapt(
             if _lost(exc):
                 raise McpServerLost(
                     server,
-                    _describe(exc),
+                    _describe(exc) + unreadable.since(heard),
                     tool=name,
                     arguments=arguments,
                     run_id=context.run_id,
@@ -385,6 +391,32 @@ def _adapt(
         remote_name=listed.name,
         annotations=annotations,
     )
+
+
+class _Unreadable:
+    """What the server wrote that the SDK could not read as JSON-RPC (a line that is not
+    JSON, or not JSON the SDK accepts): the SDK drops such a line, so an answer written that
+    way never arrives, and a lost call says so. Counted, and the last one kept."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = ""
+
+    async def hear(self, message: Any) -> None:
+        """The session's message handler: keeps the transport's errors, ignores the rest."""
+        if isinstance(message, Exception):
+            self.count += 1
+            readable = hasattr(message, "errors")  # pydantic's, with its first problem
+            self.last = _first_error(message) if readable else _describe(message)
+
+    def since(self, heard: int) -> str:
+        """A note on the lines it could not read after the first `heard`; empty if none."""
+        if self.count <= heard:
+            return ""
+        return (
+            f"; meanwhile it wrote {self.count - heard} line(s) that are not JSON-RPC, and an "
+            f"answer written so is dropped unread (the last: {self.last})"
+        )
 
 
 def _text_of(content: list[Any]) -> tuple[str, str]:
@@ -463,7 +495,8 @@ def _first_error(exc: Any) -> str:
     first, loc = exc.errors()[0], exc.errors()[0]["loc"]
     cut = next((i for i, p in enumerate(loc) if str(p)[:1].isupper()), len(loc))  # a union's
     what = first["msg"] if cut == len(loc) else "none of the forms MCP allows there fits"
-    return f"{'.'.join(map(str, loc[:cut]))}: {what}, got {first.get('input')!r}"
+    where = ".".join(map(str, loc[:cut]))
+    return f"{where + ': ' if where else ''}{what}, got {_bounded(first.get('input'))}"
 
 
 def _alone(group: BaseExceptionGroup[Any]) -> BaseException:

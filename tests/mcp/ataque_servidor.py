@@ -19,6 +19,7 @@ Modes, each changing what a call to `enviar` (or the start-up) meets:
 - `bucle` lists its tools in pages whose cursor never ends (always the same one);
 - `propiedades:JSON` lists `enviar` with that JSON as its schema's `properties`;
 - `requerido:JSON` lists `enviar` with that JSON as its schema's `required`;
+- `surrogado` answers text holding a lone surrogate (`"\\ud800"` in its JSON);
 - `abierta` lists `enviar` with a schema that names no property and takes any text one.
 """
 
@@ -100,6 +101,8 @@ def main(argv: list[str]) -> None:
                 os.close(1)
                 sys.stdin.read()  # alive until asked to stop
                 return
+            if "surrogado" in modes:
+                texto = "\ud800"  # JSON lets it be written; it is not text
             if codes:
                 answer["error"] = {"code": codes[0], "message": "la base de datos no responde"}
             else:

@@ -9,6 +9,7 @@ result, and the server's own record shows no effect done twice."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import json
 import sys
@@ -208,3 +209,23 @@ def test_a_schema_that_names_no_property_and_takes_any_passes_the_models_argumen
     with pytest.raises(InvalidToolCall, match="otro must be string, got 3"):
         asyncio.run(bound({"otro": 3}))
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_an_answer_the_sdk_cannot_read_is_a_lost_call_that_names_the_line_it_dropped(tmp_path):
+    # a lone surrogate, which JSON can escape and the SDK refuses: the SDK drops the line, the
+    # answer never arrives, and before the error said only «timed out»
+    with pytest.raises(McpServerLost) as lost:
+        asyncio.run(run(tmp_path, "r", "surrogado", call_timeout=2.0))
+    assert lost.value.detail.startswith(
+        "MCPError: Request 'tools/call' timed out; meanwhile it wrote 1 line(s) that are not "
+        "JSON-RPC, and an answer written so is dropped unread (the last: Invalid JSON: "
+    )
+    assert len(lost.value.detail) < 400  # the line itself is cut
+    with pytest.raises(UncertainEffect):
+        asyncio.run(run(tmp_path, "r"))
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1
+
+
+def test_a_call_is_bounded_by_default_so_a_server_that_never_answers_does_not_hang_the_run():
+    # before: call_timeout=None, and a dropped or never-written answer made the run wait for ever
+    assert inspect.signature(connect).parameters["call_timeout"].default == 600.0
