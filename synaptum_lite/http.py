@@ -77,6 +77,19 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: How much of an error body (or of a redirect's) is read: what a message quotes is cut from it.
 ERROR_BODY_BYTES = 64 * 1024
 
+#: What a retryable error tells its reader to do next.
+AGAIN = (
+    "the call can be made again: the loop retries it, and once its retries are spent, running "
+    "the agent again with the same run_id resumes the run without paying again for what its "
+    "journal holds"
+)
+
+#: What an error the server will give again tells its reader to do next.
+REFUSED = (
+    "; the server will refuse this request again as it is: check SYNAPTUM_MODEL, the request "
+    "and the server's log, then run the agent again with the same run_id"
+)
+
 
 class OpenAICompatibleGateway(LocalGateway):
     """A model behind an OpenAI-compatible `/chat/completions` endpoint; tools run locally.
@@ -399,7 +412,7 @@ class OpenAICompatibleGateway(LocalGateway):
             401: "; check SYNAPTUM_API_KEY (the server refused the key, or none was sent)",
             403: "; the key is valid but not allowed to use this model or endpoint",
             404: "; check SYNAPTUM_BASE_URL (the API root, up to /v1) and SYNAPTUM_MODEL",
-        }.get(status, "")
+        }.get(status, f"; {AGAIN}" if retryable else REFUSED)
         retry_after = _retry_after(response.headers.get("Retry-After")) if retryable else None
         wait = f", Retry-After {retry_after:g} s" if retry_after is not None else ""
         message = (
@@ -411,7 +424,9 @@ class OpenAICompatibleGateway(LocalGateway):
 
     def _transport_error(self, what: str, exc: Exception) -> ProviderError:
         reason = _excerpt(self._redact(str(exc))) or type(exc).__name__
-        message = f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason})"
+        message = (
+            f"the model server at {self.base_url} {what} ({type(exc).__name__}: {reason}); {AGAIN}"
+        )
         return ProviderError(self._redact(message), retryable=True)
 
     def _stream_failure(self, exc: Exception) -> ProviderError:
@@ -472,7 +487,8 @@ class OpenAICompatibleGateway(LocalGateway):
             raw = "(an error nested too deeply to show)"
         detail = _error_detail(self._redact(raw))
         when = "while streaming" if streaming else "with an error in a successful (HTTP 200) answer"
-        message = f"the model server at {self.base_url} failed {when}: {detail}"
+        then = f"; {AGAIN}" if retryable else REFUSED
+        message = f"the model server at {self.base_url} failed {when}: {detail}{then}"
         return ProviderError(self._redact(message), retryable=retryable, status=status)
 
 

@@ -718,6 +718,8 @@ def test_a_bad_answer_mid_run_is_journaled_as_attempted_and_a_resume_pays_only_f
         run_agent(gateway(server, name), tmp_path, streaming=streaming)
 
     assert KEY not in shown(caught.value)
+    if caught.value.retryable:  # what it tells its reader to do is what this test does next
+        assert "running the agent again with the same run_id resumes the run" in str(caught.value)
     journal = asyncio.run(load_events(SqliteCheckpointer(tmp_path / "runs.db"), "run-1"))
     assert [(e.step_id, e.phase) for e in journal] == [
         ("000000-model", Phase.ATTEMPTED),
@@ -968,3 +970,16 @@ def test_a_stream_that_fails_after_its_finish_reason_keeps_the_answer_and_pays_o
     assert final.text == "El saldo es de 4.200,00 €."
     assert final.usage == Usage()  # the usage chunk never came: unmeasured, not zero
     assert requests_to(server, name) == 1
+
+
+def test_a_request_the_server_refuses_says_it_will_be_refused_again_and_what_to_check(
+    server: FaultServer,
+) -> None:
+    problem = {"error": {"message": "This model's maximum context length is 4096 tokens"}}
+    server.scenarios["bad_request"] = body(400, json.dumps(problem).encode())
+
+    error = failure(server, "bad_request", streaming=False)
+
+    assert (error.retryable, error.status) == (False, 400)
+    assert "maximum context length is 4096 tokens" in str(error)
+    assert "the server will refuse this request again as it is: check SYNAPTUM_MODEL" in str(error)
