@@ -101,6 +101,15 @@ class SqliteCheckpointer:
     async def records(self, run_id: str) -> list[Record]:
         return await self._call(self._database.records, check_run_id(run_id))
 
+    async def start_with(self, run_id: str, header: dict[str, Any], events: Sequence[Step]) -> int:
+        """`start`, then `append`, in one transaction: what `transfer.import_run` uses, so a
+        process killed in the middle of an import leaves the run whole or absent, never a
+        header without its events (a new run to the agent, which would pay every call and
+        repeat every effect again). Returns the run's `next_seq` afterwards."""
+        text = encode_header(check_run_id(run_id), header)
+        encoded = encode_events(run_id, events)
+        return await self._call(self._database.start_with, run_id, text, encoded)
+
     def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         return self._hold(check_run_id(run_id))
 
@@ -188,6 +197,9 @@ class _Database:
 
     def append(self, run_id: str, encoded: list[Encoded]) -> int:
         return self._write(sql.append, run_id, encoded)
+
+    def start_with(self, run_id: str, header: str, encoded: list[Encoded]) -> int:
+        return self._write(sql.start_with, run_id, header, encoded)
 
     def records(self, run_id: str) -> list[Record]:
         return self._run(sql.records, run_id)

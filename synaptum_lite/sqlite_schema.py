@@ -146,28 +146,29 @@ def start(connection: sqlite3.Connection, run_id: str, header: str) -> None:
 
 def append(connection: sqlite3.Connection, run_id: str, encoded: list[Encoded]) -> int:
     """Write `encoded` at the end of the run's journal in one transaction; the next position."""
+    return _in_one_transaction(connection, _append, run_id, encoded)
+
+
+def start_with(
+    connection: sqlite3.Connection, run_id: str, header: str, encoded: list[Encoded]
+) -> int:
+    """Add the run with its header and its events in one transaction (an import: no process
+    ever sees the header without the events); the next position. A run already started keeps
+    its header, and gets the events it lacks."""
+
+    def write(connection: sqlite3.Connection, run_id: str) -> int:
+        start(connection, run_id, header)
+        return _append(connection, run_id, encoded)
+
+    return _in_one_transaction(connection, write, run_id)
+
+
+def _in_one_transaction(
+    connection: sqlite3.Connection, write: Callable[..., int], *args: Any
+) -> int:
     connection.execute("BEGIN IMMEDIATE")
     try:
-        row = connection.execute(
-            "SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        if row is None:
-            raise never_started(run_id)
-        run, seq = row
-        final_event = None
-        for step_id, phase, attempt, data in encoded:
-            cursor = connection.execute(
-                "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                (run << 32 | seq, run, step_id, phase, attempt, _pack(data)),
-            )
-            if cursor.rowcount:
-                if is_final(step_id):
-                    final_event = cursor.lastrowid
-                seq += 1
-        connection.execute(
-            "UPDATE runs SET next_seq = ?, final_event = coalesce(?, final_event) WHERE id = ?",
-            (seq, final_event, run),
-        )
+        next_seq = write(connection, *args)
         connection.execute("COMMIT")
     except BaseException:
         # SQLite may have rolled back already (a full disk does): the first error is the one
@@ -176,6 +177,28 @@ def append(connection: sqlite3.Connection, run_id: str, encoded: list[Encoded]) 
             with contextlib.suppress(sqlite3.Error):
                 connection.execute("ROLLBACK")
         raise
+    return next_seq
+
+
+def _append(connection: sqlite3.Connection, run_id: str, encoded: list[Encoded]) -> int:
+    row = connection.execute("SELECT id, next_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise never_started(run_id)
+    run, seq = row
+    final_event = None
+    for step_id, phase, attempt, data in encoded:
+        cursor = connection.execute(
+            "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?)",
+            (run << 32 | seq, run, step_id, phase, attempt, _pack(data)),
+        )
+        if cursor.rowcount:
+            if is_final(step_id):
+                final_event = cursor.lastrowid
+            seq += 1
+    connection.execute(
+        "UPDATE runs SET next_seq = ?, final_event = coalesce(?, final_event) WHERE id = ?",
+        (seq, final_event, run),
+    )
     return int(seq)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import CorruptJournal, JournalError, NotAJournal, UnsupportedFormat
 from .events import Record, Step, decode_all, encode
-from .journal import FORMAT_VERSION, Checkpointer
+from .journal import FORMAT_VERSION, Checkpointer, RunState
 
 MARK = "synaptum_lite"
 
@@ -125,28 +125,46 @@ async def _write_run(
 ) -> None:
     async with checkpointer.hold(run_id):
         state = await checkpointer.load(run_id)
-        if state.header is None:
-            await checkpointer.start(run_id, header)
-        elif state.header != header:
-            raise JournalError(
-                f"run {run_id!r} already exists in {checkpointer!r} and was started by another "
-                "agent or task; nothing was imported. Import into another store, or delete it there"
-            )
-        held = await checkpointer.records(run_id)
-        for mine, theirs in zip(held, records, strict=False):
-            if _key(mine) != _key(theirs) or json.loads(mine.data) != json.loads(theirs.data):
-                raise JournalError(
-                    f"run {run_id!r} already exists in {checkpointer!r} and its journal differs "
-                    f"from the export at position {mine.seq}; nothing was imported"
-                )
-        if len(held) > len(records):
-            raise JournalError(
-                f"run {run_id!r} in {checkpointer!r} is ahead of the export ({len(held)} events, "
-                f"the export has {len(records)}); nothing was imported"
-            )
-        next_seq = await checkpointer.append(run_id, events[len(held) :])
+        start_with = getattr(checkpointer, "start_with", None)
+        if state.header is None and callable(start_with):
+            # the header and the events in one transaction: a process killed here leaves no
+            # header without its events, which a worker would take for a new run and pay again
+            next_seq = await start_with(run_id, header, events)
+        else:
+            next_seq = await _write_rest(checkpointer, run_id, header, state, records, events)
     if next_seq != len(records):
         raise JournalError(f"run {run_id!r}: {len(records)} events imported, {next_seq} stored")
+
+
+async def _write_rest(
+    checkpointer: Checkpointer,
+    run_id: str,
+    header: dict[str, Any],
+    state: RunState,
+    records: list[Record],
+    events: list[Step],
+) -> int:
+    """Start the run if it is new, and append what the checkpointer lacks of the export."""
+    if state.header is None:
+        await checkpointer.start(run_id, header)
+    elif state.header != header:
+        raise JournalError(
+            f"run {run_id!r} already exists in {checkpointer!r} and was started by another "
+            "agent or task; nothing was imported. Import into another store, or delete it there"
+        )
+    held = await checkpointer.records(run_id)
+    for mine, theirs in zip(held, records, strict=False):
+        if _key(mine) != _key(theirs) or json.loads(mine.data) != json.loads(theirs.data):
+            raise JournalError(
+                f"run {run_id!r} already exists in {checkpointer!r} and its journal differs "
+                f"from the export at position {mine.seq}; nothing was imported"
+            )
+    if len(held) > len(records):
+        raise JournalError(
+            f"run {run_id!r} in {checkpointer!r} is ahead of the export ({len(held)} events, "
+            f"the export has {len(records)}); nothing was imported"
+        )
+    return await checkpointer.append(run_id, events[len(held) :])
 
 
 def _line(value: dict[str, Any]) -> str:
