@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import sys
+import unicodedata
 from collections.abc import AsyncIterator, Iterable, Sequence
 
 from . import (
@@ -120,7 +121,33 @@ def _cut(text: str, width: int) -> str:
     """`text` on one line of `width` columns: line breaks and tabs as spaces, what else would
     steer the terminal as escapes, and … where it was cut."""
     text = printable(text.replace("\r", " ").replace("\n", " ").replace("\t", " "))
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    if columns(text) <= width:
+        return text
+    kept, used = [], 0
+    for character in text:
+        used += _columns_of(character)
+        if used > width - 1:
+            break
+        kept.append(character)
+    return "".join(kept) + "…"
+
+
+def columns(text: str) -> int:
+    """The terminal columns `text` takes: a wide character (CJK, most emoji) two, a combining
+    mark none, any other one."""
+    return len(text) if text.isascii() else sum(_columns_of(c) for c in text)
+
+
+def _columns_of(character: str) -> int:
+    if character.isascii():
+        return 1
+    if unicodedata.category(character) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(character) in "WF" else 1
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - columns(text))
 
 
 # ── the commands ───────────────────────────────────────────────────────────────────────────
@@ -175,12 +202,12 @@ async def _table(
     if not names:
         say(f"no runs in {store.label}" + (f" in state {state}" if state else ""))
         return
-    name = max(3, *(len(n) for n in names))
+    name = max(3, *(columns(n) for n in names))
     say(f"{'RUN':<{name}}  {'STATE':<9}  {'EVENTS':>6}  {'TOKENS':<9}  DETAIL")
     async for run_id, state_now, events, usage, detail in rows:
         count, tokens = "-" if events is None else events, _tokens(usage) if usage else "-"
-        line = f"{printable(run_id):<{name}}  {state_now:<9}  {count:>6}  {tokens:<9}  "
-        say((line + _cut(detail, max(width - len(line), 10))).rstrip())
+        line = f"{_pad(printable(run_id), name)}  {state_now:<9}  {count:>6}  {tokens:<9}  "
+        say((line + _cut(detail, max(width - columns(line), 10))).rstrip())
 
 
 async def _each(rows: Iterable[Row]) -> AsyncIterator[Row]:
@@ -392,7 +419,7 @@ def parser() -> argparse.ArgumentParser:
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
         sub.add_argument("store", metavar="STORE", help="a SQLite file or a PostgreSQL URL")
         sub.add_argument("--schema", help="the PostgreSQL schema (default synaptum_lite)")
-        sub.add_argument("--width", type=int, help="columns of output (default 80)")
+        sub.add_argument("--width", type=_width, help="columns of output (default 80)")
         return sub
 
     runs = command("runs", "every run, with its state and usage")
@@ -422,6 +449,13 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("run", metavar="RUN")
     command("import", "read an exported run from stdin into STORE")
     return top
+
+
+def _width(text: str) -> int:
+    """`--width`: a whole number of columns, 40 or more (below that nothing fits)."""
+    if not text.strip().isdigit() or int(text) < 40:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of columns, 40 or more")
+    return int(text)
 
 
 COMMANDS = {

@@ -755,3 +755,66 @@ def test_a_run_whose_delegation_waits_in_its_sub_run_says_where_and_is_resolved_
         "closed",
         "closed",
     ]
+
+
+# ── 80 columns, whatever the journal's characters ──────────────────────────────────────────
+
+
+def on_screen(line: str) -> int:
+    """The columns a terminal gives `line`: East Asian wide and full-width characters two,
+    combining marks none (as wcwidth counts them)."""
+    import unicodedata
+
+    return sum(
+        0
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf")
+        else 2
+        if unicodedata.east_asian_width(c) in "WF"
+        else 1
+        for c in line
+    )
+
+
+@tool
+def buscar(consulta: str) -> str:
+    """Busca en el archivo."""
+    return "見つかりました：請求書は三件あります。支払い期限は来週の金曜日です。🎉🎉🎉🎉"
+
+
+def test_wide_characters_from_the_journal_still_fit_the_columns_asked_for(tmp_path: Path) -> None:
+    import asyncio
+
+    database = tmp_path / "ancho.db"
+    agent = Agent("archivista", model="m", instructions="Busca.", tools=[buscar])
+    script = [calls("buscar", consulta="請求書の一覧を見せてください"), says("¡Hecho! 🎉 " * 12)]
+
+    async def drive() -> None:
+        session = Session("日本語の実行", ScriptedGateway(script), SqliteCheckpointer(database))
+        async for _ in agent.run(
+            "請求書を探して、支払い期限を教えてください。" * 2, session=session
+        ):
+            pass
+
+    asyncio.run(drive())
+    for width in (80, 60):
+        for args in (("runs",), ("show", "日本語の実行")):
+            done = cli(args[0], str(database), *args[1:], "--width", str(width))
+            assert done.returncode == 0, done.stderr
+            lines = done.stdout.splitlines()
+            if args[0] == "show":
+                lines = lines[1:]  # the first names the run whole, to be copied
+            too_wide = [line for line in lines if on_screen(line) > width]
+            assert too_wide == [], (width, too_wide)  # before: cut by characters, not columns
+            assert "…" in done.stdout or args[0] == "runs"  # cut, and said so
+    listed = cli("runs", str(database)).stdout.splitlines()
+    assert listed[1].startswith("日本語の実行  closed")  # its column as wide as it shows
+    assert on_screen(listed[0].split("STATE")[0]) == on_screen(listed[1].split("closed")[0])
+
+
+def test_a_width_below_40_columns_or_not_a_number_is_refused() -> None:
+    for width in ("0", "39", "-5", "ancho"):
+        done = cli("runs", "runs.db", "--width", width)
+        assert done.returncode == 2, (width, done.stderr)  # before: 0 meant "the terminal's"
+        assert f"argument --width: {width!r} is not a number of columns, 40 or more" in (
+            done.stderr
+        )
