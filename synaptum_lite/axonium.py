@@ -28,6 +28,7 @@ from typing import Any
 
 from .errors import ConfigurationError, ProviderError
 from .gateway import LocalGateway
+from .http import AGAIN
 from .messages import ModelRequest, ModelResponse, ToolCall, Usage
 from .policy import Policy, allow_everything
 from .tools import Tool
@@ -166,7 +167,7 @@ class AxoniumGateway(LocalGateway):
                         )
                     raise ProviderError(
                         f"Axonium at {self.base_url} ended the stream before it was complete "
-                        "(no finish_reason); the call can be made again",
+                        f"(no finish_reason); {AGAIN}",
                         retryable=True,
                     )
                 response = ModelResponse(
@@ -231,7 +232,8 @@ class AxoniumGateway(LocalGateway):
         where = f"Axonium at {self.base_url}"
         if isinstance(exc, sdk.APIError):
             wait = f", Retry-After {exc.retry_after:g} s" if exc.retry_after is not None else ""
-            message = f"{where} answered HTTP {exc.status}{wait}: {exc}"
+            then = f"; {AGAIN}" if exc.retryable else ""
+            message = f"{where} answered HTTP {exc.status}{wait}: {exc}{then}"
             return ProviderError(
                 self._redact(message),
                 retryable=bool(exc.retryable),
@@ -245,14 +247,14 @@ class AxoniumGateway(LocalGateway):
             )
             return ProviderError(self._redact(message), retryable=False)
         if isinstance(exc, sdk.TransportError | sdk.StreamInterruptedError):
-            message = f"{where} failed in transit ({type(exc).__name__}: {exc})"
+            message = f"{where} failed in transit ({type(exc).__name__}: {exc}); {AGAIN}"
             return ProviderError(self._redact(message), retryable=True)
         if not isinstance(exc, sdk.AxoniumError):
             import httpx
 
             if isinstance(exc, httpx.TransportError):
                 detail = _excerpt(self._redact(str(exc)))
-                message = f"{where} failed in transit ({type(exc).__name__}: {detail})"
+                message = f"{where} failed in transit ({type(exc).__name__}: {detail}); {AGAIN}"
                 return ProviderError(self._redact(message), retryable=True)
             what = "JSON nested too deeply" if isinstance(exc, RecursionError) else "a body"
             message = (

@@ -247,7 +247,7 @@ class OpenAICompatibleGateway(LocalGateway):
                             return
                         chunks = _once(body)  # server-sent events labelled as JSON
                     async for data in _sse_data(lines.read(chunks, self._too_large)):
-                        if data == "[DONE]":
+                        if data.strip() == "[DONE]":
                             assembly.done = True
                             break
                         event = self._json(data, "an SSE event")
@@ -634,7 +634,7 @@ class _Lines:
                 partial.append(piece)
                 line = "".join(partial)
                 partial = []
-                self.events += line.startswith("data")
+                self.events += line == "data" or line.startswith("data:")
                 yield line
             partial.append(rest)
         partial.append(decoder.decode(b"", final=True))

@@ -272,6 +272,14 @@ def test_a_stream_that_ends_without_a_finish_reason_is_retryable_not_an_empty_an
     error = axo_failure(server, "axo_unfinished", stream_stops_without_finishing, streaming=True)
 
     assert error.retryable and "ended the stream before it was complete" in str(error)
+    assert "running the agent again with the same run_id resumes the run" in str(error)
+
+
+def test_a_retryable_refusal_says_what_to_do_next(axo: FaultServer) -> None:
+    error = failure(axo, "axo_rate_limited")
+
+    assert error.retryable
+    assert "running the agent again with the same run_id resumes the run" in str(error)
 
 
 @pytest.mark.parametrize(

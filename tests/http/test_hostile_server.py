@@ -909,12 +909,12 @@ def test_a_base_url_no_request_could_be_sent_to_is_refused_when_the_gateway_is_b
 # ── server-sent events as servers really send them ────────────────────────────────────────────
 
 
-def sse_body(*, bom: bool = False, keep_alive_data: bool = False) -> str:
-    events = [chunk({"content": "Hola, "}), chunk({"content": "adiós"}, "stop")]
+def sse_body(*, bom: bool = False, keep_alive_data: bool = False, done: str = "[DONE]") -> str:
+    events = [chunk({"content": "Hola, "}), chunk({"content": "adiós"})]
     text = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
     if keep_alive_data:  # events whose data is empty, which SSE does not dispatch
         text = "data:\n\n" + text.replace("\n\n", "\n\ndata: \n\n", 1)
-    return ("\ufeff" if bom else "") + text + "data: [DONE]\n\n"
+    return ("\ufeff" if bom else "") + text + f"data: {done}\n\n"
 
 
 @pytest.mark.parametrize(
@@ -923,8 +923,9 @@ def sse_body(*, bom: bool = False, keep_alive_data: bool = False) -> str:
         (sse_body(bom=True), "text/event-stream"),
         (sse_body(keep_alive_data=True), "text/event-stream"),
         (sse_body(), "application/json"),
+        (sse_body(done="[DONE] "), "text/event-stream"),
     ],
-    ids=["a-byte-order-mark-first", "events-with-empty-data", "labelled-as-json"],
+    ids=["a-byte-order-mark-first", "events-with-empty-data", "labelled-as-json", "done-spaced"],
 )
 def test_a_stream_reads_as_sse_says_it_should(
     server: FaultServer, text: str, content_type: str
