@@ -984,3 +984,49 @@ def test_a_request_the_server_refuses_says_it_will_be_refused_again_and_what_to_
     assert (error.retryable, error.status) == (False, 400)
     assert "maximum context length is 4096 tokens" in str(error)
     assert "the server will refuse this request again as it is: check SYNAPTUM_MODEL" in str(error)
+
+
+# ── what the model gets wrong inside a well-formed answer is told to it ───────────────────────
+
+
+@pytest.mark.parametrize(
+    ("first", "told"),
+    [
+        (calls(call("a", "borrar_todo", "{}")), "there is no tool 'borrar_todo'"),
+        (calls(call("a", None, "{}")), "there is no tool ''"),
+        (calls(call("a", "consultar_saldo", "[1, 2]")), "arguments must be a JSON object"),
+    ],
+    ids=["a-tool-it-does-not-have", "no-tool-name", "arguments-not-an-object"],
+)
+def test_a_call_the_agent_cannot_make_is_told_to_the_model_and_runs_nothing(
+    server: FaultServer, tmp_path: Path, first: dict[str, Any], told: str
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    name = f"told_{told[:20].replace(' ', '_')}"
+    server.scenarios[name] = scripted(first, SORRY)
+
+    final = run_agent(gateway(server, name), tmp_path)
+
+    assert final.text == "Lo siento." and RUNS["consultar_saldo"] == 0
+    result = server.last(name).body["messages"][3]
+    assert result["role"] == "tool" and result["tool_call_id"] == "a"
+    assert told in result["content"]
+
+
+def test_calls_without_ids_get_positional_ids_that_a_replay_derives_again(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    first = calls(
+        call(None, "consultar_saldo", '{"cuenta": "ES91"}'),
+        call(None, "consultar_saldo", '{"cuenta": "ES42"}'),
+    )
+    server.scenarios["no_ids"] = scripted(first, SORRY)
+
+    final = run_agent(gateway(server, "no_ids"), tmp_path)
+
+    assert final.text == "Lo siento." and RUNS["consultar_saldo"] == 2
+    sent = server.last("no_ids").body["messages"]
+    assert [m["tool_call_id"] for m in sent[3:5]] == ["call_0", "call_1"]
+    again = gateway(server, "no_ids")
+    assert run_agent(again, tmp_path).text == "Lo siento." and again.model_calls == 0
