@@ -32,7 +32,7 @@ from .errors import (
     RemoteUnavailable,
     UncertainEffect,
 )
-from .messages import ToolCall, ToolResult
+from .messages import ToolCall, ToolResult, lone_surrogate, without_surrogates
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from .a2a import RemoteAgent
@@ -181,11 +181,13 @@ async def read(
 
 
 def text_of(parts: Any) -> str:
-    """The text parts of a message or artifact, joined."""
+    """The text parts of a message or artifact, joined; a lone surrogate (JSON can escape
+    one, and it is not a character) becomes U+FFFD, as a UTF-8 decoder does, so that the
+    answer can be journaled."""
     texts = [
         p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
     ]
-    return "\n".join(texts)
+    return without_surrogates("\n".join(texts))
 
 
 class Rpc:
@@ -324,6 +326,8 @@ class Rpc:
         if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
             raise self.garbled(method, f"a task without an id: {excerpt(json.dumps(task))}")
         named = f"task {bounded(task['id'])}"
+        if lone_surrogate(task["id"]) is not None:  # no journal can keep it, nor ask for it
+            raise self.garbled(method, f"{named}, an id holding a lone surrogate, not text")
         if not isinstance(state, str) or state not in STATES:
             raise self.garbled(method, f"{named} in an unknown state {bounded(state)}")
         if task_id is not None and task["id"] != task_id:

@@ -15,6 +15,8 @@ Modes:
 - `mensaje-texto` — it completes with a status message that is a string, not a message;
 - `artefacto-texto` — it completes with an artifact that is a string, not an artifact;
 - `partes-numero` — it completes with an artifact whose parts are a number;
+- `surrogado` — it completes with a text holding a lone surrogate (`\\ud800` in its JSON);
+- `id-surrogado` — the task's id holds a lone surrogate;
 - `error-enorme` — GetTask answers a JSON-RPC error whose message is 1 MB long;
 - `resultado-enorme` — SendMessage answers a result with neither task nor message, 1 MB long;
 - `paginas` — the first SendMessage creates its task and answers 503; ListTasks ignores the
@@ -80,6 +82,8 @@ class State:
             done, artifacts = {"state": "TASK_STATE_COMPLETED", "message": REASON}, []
         elif mode == "artefacto-texto":
             artifacts = [ANSWER]
+        elif mode == "surrogado":
+            artifacts = [{"artifactId": "a", "parts": [{"text": "TP\ud800"}]}]
         elif mode == "partes-numero":
             artifacts = [{"artifactId": "a", "parts": 5}]
         return {**task, "status": done, "artifacts": artifacts}
@@ -123,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
                 message = params["message"]
                 state.messages.append(message["messageId"])
                 task_id = str(uuid.uuid4())
+                if state.mode == "id-surrogado":
+                    task_id += "\udc00"
                 task = {
                     "id": task_id,
                     "contextId": message.get("contextId"),

@@ -221,3 +221,32 @@ async def test_a_url_httpx_cannot_parse_is_a_configuration_error_naming_it():
         "Invalid port: ':1'); nothing was fetched or sent. Give the server's base URL, such as "
         "http://127.0.0.1:8000"
     )
+
+
+async def test_an_answer_holding_a_lone_surrogate_is_journaled_with_a_replacement_character(
+    tmp_path, serve
+):
+    # before: the journal refused the completed step (a raw ValueError) on every pass, so the
+    # answer the server kept giving was never kept
+    server = serve("surrogado")
+    assert (await drive(tmp_path, server)).output == "TP\ufffd"
+    assert (await drive(tmp_path, server)).output == "TP\ufffd"  # closed: asks nothing
+    assert (server.sent(), server.requests("GetTask")) == (1, 1)
+
+
+async def test_a_task_id_holding_a_lone_surrogate_is_a_protocol_error_and_nothing_is_resent(
+    tmp_path, serve
+):
+    # before: a raw ValueError from the journal, which cannot keep the id to ask for it
+    server = serve("id-surrogado")
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value).startswith(
+        f"{where(server, '000000-tool')}: SendMessage was answered with task '"
+    )
+    assert "', an id holding a lone surrogate, not text; the attempt is journaled" in str(
+        error.value
+    )
+    with pytest.raises(RemoteProtocolError, match="ListTasks was answered with task '"):
+        await drive(tmp_path, server)  # it asks for the task of its context, sending nothing
+    assert server.sent() == 1
