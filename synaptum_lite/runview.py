@@ -105,6 +105,10 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
         raise Failure(3, f"{location} is a folder, not a journal file; name the .db file")
     if not create and not path.exists():
         raise Failure(3, f"{location} does not exist; name a journal file or a PostgreSQL URL")
+    if path.exists() and not path.is_file():
+        raise Failure(
+            1, f"{location} is not a regular file (a device, a pipe or a socket); name a journal"
+        )
     if not create and path.stat().st_size == 0:
         raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
     if not create and _blank_database(path):

@@ -818,3 +818,36 @@ def test_a_width_below_40_columns_or_not_a_number_is_refused() -> None:
         assert f"argument --width: {width!r} is not a number of columns, 40 or more" in (
             done.stderr
         )
+
+
+def test_a_pipe_or_a_device_named_as_the_store_is_said_to_be_one(tmp_path: Path) -> None:
+    fifo = tmp_path / "tuberia"
+    os.mkfifo(fifo)
+    for store in (str(fifo), "/dev/zero"):
+        done = cli("runs", store)
+        assert done.returncode == 1
+        assert done.stderr == (  # before: "... is empty, not a synaptum_lite journal"
+            f"synaptum-lite: {store} is not a regular file (a device, a pipe or a socket); name "
+            "a journal\n"
+        )
+
+
+def test_on_postgresql_a_damaged_run_is_listed_and_the_others_still_are(tmp_path: Path) -> None:
+    import psycopg
+
+    store = store_in("postgres", tmp_path)
+    assert child(store, tmp_path, "cerrado").returncode == 0
+    assert child(store, tmp_path, "incierto", "--die-in", "transferir").returncode == -9
+    url, _, schema = store.partition("#")
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            f"UPDATE {schema}.events SET data = '{{roto' WHERE seq = 2 AND run = "
+            f"(SELECT id FROM {schema}.runs WHERE run_id = 'incierto')"
+        )
+    listed = cli("runs", store)
+    assert listed.returncode == 1
+    assert [row.split()[:3] for row in listed.stdout.splitlines()[1:]] == [
+        ["cerrado", "closed", "15"],
+        ["incierto", "damaged", "-"],
+    ]
+    assert "1 run(s) could not be read: 'incierto'" in listed.stderr
