@@ -18,7 +18,8 @@ Failures are classified once, here, into `ProviderError`:
 
 Every body is read with a bound, whatever `Content-Length` says: an answer up to
 `max_response_bytes`, an error body up to `ERROR_BODY_BYTES`. A server that ignores
-`"stream": true` and answers one JSON completion is read as that completion (it was paid for).
+`"stream": true` and answers one JSON completion is read as that completion, and one that
+streams although not asked to is read as its stream (either way, it was paid for).
 
 Retrying is the loop's job (`Session.retry`), never this module's. The API key is sent in one
 header and nowhere else: it is not an attribute a `repr` shows, and every message this module
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import contextlib
 import dataclasses
 import datetime
 import email.utils
@@ -216,6 +218,11 @@ class OpenAICompatibleGateway(LocalGateway):
                 raise self._transport_error(what, exc) from None
             except httpx.DecodingError as exc:
                 raise self._decoding_error(response, exc) from None
+        if _looks_like_sse(body):  # it streamed although asked not to: the answer is in there
+            assembly, lines = StreamAssembly(), _Lines(self.max_response_bytes)
+            async for _ in self._fragments(_once(body), assembly, lines):
+                pass
+            return self._assembled(assembly, lines)
         return self._read_completion(body)
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
@@ -246,23 +253,11 @@ class OpenAICompatibleGateway(LocalGateway):
                             yield whole
                             return
                         chunks = _once(body)  # server-sent events labelled as JSON
-                    async for data in _sse_data(lines.read(chunks, self._too_large)):
-                        if data.strip() == "[DONE]":
-                            assembly.done = True
-                            break
-                        event = self._json(data, "an SSE event")
-                        if not isinstance(event, dict):
-                            raise self._protocol_error(
-                                "with an SSE event that is not an object", data
-                            )
-                        if event.get("error") is not None:  # some send "error": null
-                            raise self._in_band_error(event["error"], streaming=True)
-                        try:
-                            fragment = assembly.feed(event)
-                        except MalformedAnswer as exc:
-                            raise self._malformed(exc) from None
-                        if fragment:  # a key split across two fragments shows here only
-                            yield self._redact(fragment)
+                    async with contextlib.aclosing(
+                        self._fragments(chunks, assembly, lines)
+                    ) as fragments:
+                        async for fragment in fragments:
+                            yield fragment
                 finally:
                     await response.aclose()
             except (TimeoutError, httpx.TransportError) as exc:
@@ -272,6 +267,30 @@ class OpenAICompatibleGateway(LocalGateway):
                     raise self._stream_failure(exc) from None
             except httpx.DecodingError as exc:
                 raise self._decoding_error(response, exc) from None
+        yield self._assembled(assembly, lines)
+
+    async def _fragments(
+        self, chunks: AsyncIterator[bytes], assembly: StreamAssembly, lines: _Lines
+    ) -> AsyncGenerator[str, None]:
+        """Read server-sent events from `chunks` into `assembly`, yielding each text fragment."""
+        async for data in _sse_data(lines.read(chunks, self._too_large)):
+            if data.strip() == "[DONE]":
+                assembly.done = True
+                return
+            event = self._json(data, "an SSE event")
+            if not isinstance(event, dict):
+                raise self._protocol_error("with an SSE event that is not an object", data)
+            if event.get("error") is not None:  # some send "error": null
+                raise self._in_band_error(event["error"], streaming=True)
+            try:
+                fragment = assembly.feed(event)
+            except MalformedAnswer as exc:
+                raise self._malformed(exc) from None
+            if fragment:  # a key split across two fragments shows here only
+                yield self._redact(fragment)
+
+    def _assembled(self, assembly: StreamAssembly, lines: _Lines) -> ModelResponse:
+        """The answer the events added up to; a `ProviderError` if they stopped short of one."""
         if not assembly.complete:
             if not lines.events and lines.sample.strip():
                 raise self._protocol_error(
@@ -280,14 +299,13 @@ class OpenAICompatibleGateway(LocalGateway):
                 )
             raise ProviderError(
                 f"the model server at {self.base_url} ended the stream before it was complete "
-                "(no finish_reason and no [DONE]); the call can be made again",
+                f"(no finish_reason and no [DONE]); {AGAIN}",
                 retryable=True,
             )
         try:
-            whole = self._redact_answer(assembly.response())
+            return self._redact_answer(assembly.response())
         except MalformedAnswer as exc:
             raise self._malformed(exc) from None
-        yield whole
 
     # ── wire format ─────────────────────────────────────────────────────────────────────────
 

@@ -1030,3 +1030,22 @@ def test_calls_without_ids_get_positional_ids_that_a_replay_derives_again(
     assert [m["tool_call_id"] for m in sent[3:5]] == ["call_0", "call_1"]
     again = gateway(server, "no_ids")
     assert run_agent(again, tmp_path).text == "Lo siento." and again.model_calls == 0
+
+
+async def always_streams(ex: Exchange) -> None:
+    """Streams its answers whatever the request asks (a proxy that forces streaming)."""
+    ex.body["stream"] = True
+    await teller(ex)
+
+
+def test_a_server_that_streams_although_not_asked_is_read_as_its_stream_and_paid_once(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    server.scenarios["always_streams"] = always_streams
+
+    final = run_agent(gateway(server, "always_streams"), tmp_path)  # not streaming
+
+    assert final.text == "El saldo es de 4.200,00 €."
+    assert requests_to(server, "always_streams") == 2 and RUNS["consultar_saldo"] == 1
+    assert final.usage == Usage(2 * USAGE["prompt_tokens"], 2 * USAGE["completion_tokens"])
