@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import codecs
 import contextlib
 import dataclasses
 import datetime
@@ -46,7 +45,7 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from .errors import ConfigurationError, ProviderError
@@ -55,7 +54,15 @@ from .messages import ModelRequest, ModelResponse, ToolCall
 from .policy import Policy, allow_everything
 from .redaction import RedactSecrets, redact, secret_patterns, userinfo, without_userinfo
 from .tools import Tool
-from .wire import MalformedAnswer, StreamAssembly, completion_from_wire, request_body
+from .wire import (
+    MalformedAnswer,
+    SseLines,
+    StreamAssembly,
+    completion_from_wire,
+    looks_like_sse,
+    request_body,
+    sse_data,
+)
 
 try:
     import httpx
@@ -218,8 +225,8 @@ class OpenAICompatibleGateway(LocalGateway):
                 raise self._transport_error(what, exc) from None
             except httpx.DecodingError as exc:
                 raise self._decoding_error(response, exc) from None
-        if _looks_like_sse(body):  # it streamed although asked not to: the answer is in there
-            assembly, lines = StreamAssembly(), _Lines(self.max_response_bytes)
+        if looks_like_sse(body):  # it streamed although asked not to: the answer is in there
+            assembly, lines = StreamAssembly(), SseLines(self.max_response_bytes, ERROR_BODY_BYTES)
             async for _ in self._fragments(_once(body), assembly, lines):
                 pass
             return self._assembled(assembly, lines)
@@ -232,7 +239,7 @@ class OpenAICompatibleGateway(LocalGateway):
         # upstream: closing this generator unwinds them, which closes the response and its
         # connection, and a server stops generating when its client goes away.
         assembly = StreamAssembly()
-        lines = _Lines(self.max_response_bytes)
+        lines = SseLines(self.max_response_bytes, ERROR_BODY_BYTES)
         async with self._client() as client:
             try:
                 async with asyncio.timeout_at(deadline):
@@ -246,7 +253,7 @@ class OpenAICompatibleGateway(LocalGateway):
                     if _is_json(response):
                         async with asyncio.timeout_at(deadline):
                             body = await self._read(response, self.max_response_bytes)
-                        if not _looks_like_sse(body):  # it ignored "stream": one completion
+                        if not looks_like_sse(body):  # it ignored "stream": one completion
                             whole = self._read_completion(body)
                             if whole.text:
                                 yield whole.text
@@ -270,10 +277,10 @@ class OpenAICompatibleGateway(LocalGateway):
         yield self._assembled(assembly, lines)
 
     async def _fragments(
-        self, chunks: AsyncIterator[bytes], assembly: StreamAssembly, lines: _Lines
+        self, chunks: AsyncIterator[bytes], assembly: StreamAssembly, lines: SseLines
     ) -> AsyncGenerator[str, None]:
         """Read server-sent events from `chunks` into `assembly`, yielding each text fragment."""
-        async for data in _sse_data(lines.read(chunks, self._too_large)):
+        async for data in sse_data(lines.read(chunks, self._too_large)):
             if data.strip() == "[DONE]":
                 assembly.done = True
                 return
@@ -289,7 +296,7 @@ class OpenAICompatibleGateway(LocalGateway):
             if fragment:  # a key split across two fragments shows here only
                 yield self._redact(fragment)
 
-    def _assembled(self, assembly: StreamAssembly, lines: _Lines) -> ModelResponse:
+    def _assembled(self, assembly: StreamAssembly, lines: SseLines) -> ModelResponse:
         """The answer the events added up to; a `ProviderError` if they stopped short of one."""
         if not assembly.complete:
             if not lines.events and lines.sample.strip():
@@ -602,65 +609,12 @@ def _is_json(response: httpx.Response) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-def _looks_like_sse(body: bytes) -> bool:
-    """Whether a body opens as server-sent events do (a `data:` or `event:` line, a comment)."""
-    start = body.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return start.startswith((b"data:", b"event:", b"id:", b":"))
-
-
 async def _once(body: bytes) -> AsyncIterator[bytes]:
     yield body
 
 
 def _text(raw: bytes | str) -> str:
     return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-
-
-class _Lines:
-    """The lines of a body, as SSE splits them (CRLF, CR or LF), reading at most `limit` bytes.
-
-    Keeps the body's first characters (`sample`: one more than `ERROR_BODY_BYTES`, so a cut
-    shows) to quote, and counts `data` lines (`events`), so a body that is not SSE at all can
-    be told from a stream cut short.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.sample = ""
-        self.events = 0
-
-    async def read(
-        self, chunks: AsyncIterator[bytes], too_large: Callable[[], Exception]
-    ) -> AsyncIterator[str]:
-        # "utf-8-sig": a byte order mark opening the stream is dropped, as SSE says
-        decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-        partial: list[str] = []  # the line being read, in pieces: a long line costs no rescans
-        after_cr = False  # the last piece ended in CR: an LF starting the next one is its pair
-        size = 0
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > self.limit:
-                raise too_large()
-            text = decoder.decode(chunk)
-            if len(self.sample) <= ERROR_BODY_BYTES:  # one more: `_cut` knows it was cut
-                self.sample += text[: ERROR_BODY_BYTES + 1 - len(self.sample)]
-            if after_cr and text.startswith("\n"):
-                text = text[1:]
-            after_cr = text.endswith("\r")
-            *ended, rest = _LINE_BREAK.split(text)
-            for piece in ended:
-                partial.append(piece)
-                line = "".join(partial)
-                partial = []
-                self.events += line == "data" or line.startswith("data:")
-                yield line
-            partial.append(rest)
-        partial.append(decoder.decode(b"", final=True))
-        if "".join(partial):
-            yield "".join(partial)
-
-
-_LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
 async def _until(deadline: float, items: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -674,22 +628,3 @@ async def _until(deadline: float, items: AsyncIterator[bytes]) -> AsyncIterator[
             except StopAsyncIteration:
                 return
         yield item
-
-
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (multi-line data joined); comments skipped."""
-    buffer: list[str] = []
-    async for line in lines:
-        if line == "":
-            # an event whose data is empty (`data:` alone, a keep-alive) is not dispatched
-            if "".join(buffer):
-                yield "\n".join(buffer)
-            buffer = []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if name == "data":
-            buffer.append(value[1:] if value.startswith(" ") else value)
-    if "".join(buffer):
-        yield "\n".join(buffer)
