@@ -52,6 +52,7 @@ from .errors import (
 )
 from .events import FinalStep, Phase, Step, ToolStep
 from .messages import ToolCall, ToolResult, Usage
+from .redaction import without_userinfo
 from .replay import Journal, StepHistory
 from .session import Session
 from .tools import Risk
@@ -90,6 +91,7 @@ async def remote_agent(
     """
     httpx = wire.httpx_module()
     card_url = url.rstrip("/") + wire.CARD_PATH
+    shown = without_userinfo(card_url)  # a password in the URL is never printed
     label = name or "remote agent"
     timeout = _seconds(label, "timeout", timeout, "bounds each HTTP request")
     async with httpx.AsyncClient(timeout=timeout) as http:
@@ -97,9 +99,9 @@ async def remote_agent(
             status, headers, body = await wire.read(http, "GET", card_url, timeout)
         except httpx.InvalidURL as exc:
             raise ConfigurationError(
-                f"remote agent {label!r}: {url!r} is not a URL httpx can use (InvalidURL: "
-                f"{exc}); nothing was fetched or sent. Give the server's base URL, such as "
-                "http://127.0.0.1:8000"
+                f"remote agent {label!r}: {without_userinfo(url)!r} is not a URL httpx can use "
+                f"(InvalidURL: {exc}); nothing was fetched or sent. Give the server's base URL, "
+                "such as http://127.0.0.1:8000"
             ) from None
         except (httpx.TransportError, TimeoutError) as exc:
             why = (
@@ -107,16 +109,16 @@ async def remote_agent(
             )
             raise RemoteUnavailable(
                 label,
-                card_url,
+                shown,
                 f"its card could not be fetched ({why})",
                 then="; nothing was sent. Start the server or fix the URL, then try again",
             ) from None
         except ValueError as exc:
-            raise RemoteProtocolError(label, card_url, f"its card is {exc}") from None
+            raise RemoteProtocolError(label, shown, f"its card is {exc}") from None
     if 300 <= status < 400:
         raise RemoteProtocolError(
             label,
-            card_url,
+            shown,
             f"its card answered HTTP {status}, a redirect to {headers.get('location')!r}, "
             "which is not followed; nothing was sent",
             then=". If you trust where it points, call remote_agent with that URL",
@@ -124,7 +126,7 @@ async def remote_agent(
     if status != 200:
         raise RemoteUnavailable(
             label,
-            card_url,
+            shown,
             f"its card answered HTTP {status}",
             then="; nothing was sent. Check the URL: the card lives at " + wire.CARD_PATH,
         )
@@ -132,7 +134,7 @@ async def remote_agent(
     if not isinstance(card, dict):
         why = f" ({why})" if why else ""
         raise RemoteProtocolError(
-            label, card_url, f"its card is not a JSON object{why}: {wire.excerpt(body)}"
+            label, shown, f"its card is not a JSON object{why}: {wire.excerpt(body)}"
         )
     return RemoteAgent(
         card,
@@ -184,18 +186,21 @@ class RemoteAgent(Agent):
                 f"Risk.HARD_WRITE or Risk.DESTRUCTIVE), got {risk!r}. An agent card declares "
                 "skills, not risk: say what this agent may do, as for a tool"
             )
+        shown = without_userinfo(card_url)  # a password in the URL is never printed
         missing = [f for f in ("name", "description", "supportedInterfaces") if not card.get(f)]
         if missing:
             raise RemoteProtocolError(
-                label, card_url, f"its card lacks {', '.join(missing)}, which A2A requires"
+                label, shown, f"its card lacks {', '.join(missing)}, which A2A requires"
             )
-        self.url, self.tenant = wire.jsonrpc_interface(
+        self.endpoint, self.tenant = wire.jsonrpc_interface(
             label, card_url, card["supportedInterfaces"], frozenset(allow_origins)
         )
+        #: Where requests go, as printed and journaled: without a `user:password@`.
+        self.url = without_userinfo(self.endpoint)
         skills = card.get("skills") or []
         if not isinstance(skills, list):
             raise RemoteProtocolError(
-                label, card_url, f"its card's skills are {wire.bounded(skills)}, not a list"
+                label, shown, f"its card's skills are {wire.bounded(skills)}, not a list"
             )
         self.card = {
             "name": str(card["name"]),

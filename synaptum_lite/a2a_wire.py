@@ -33,6 +33,7 @@ from .errors import (
     UncertainEffect,
 )
 from .messages import ToolCall, ToolResult, lone_surrogate, without_surrogates
+from .redaction import without_userinfo
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from .a2a import RemoteAgent
@@ -132,7 +133,7 @@ def jsonrpc_interface(
     request to it must carry), if it declares one. An interface on another origin than the
     card's is refused unless the caller named that origin in `allow_origins`: a card must not
     send our messages where we did not choose to."""
-    offered = []
+    offered, shown = [], without_userinfo(card_url)  # a password in a URL is never printed
     for interface in interfaces if isinstance(interfaces, list) else []:
         if not isinstance(interface, dict):
             continue
@@ -142,21 +143,25 @@ def jsonrpc_interface(
             url, tenant = str(interface["url"]), interface.get("tenant")
             where, card = urlsplit(url), urlsplit(card_url)
             if where.scheme not in ("http", "https") or not where.netloc:
-                problem = f"its JSON-RPC interface URL {url!r} is not an http(s) URL"
-                raise RemoteProtocolError(label, card_url, problem + "; nothing was sent")
-            origin = f"{where.scheme}://{where.netloc}"
-            if origin != f"{card.scheme}://{card.netloc}" and origin not in allow_origins:
+                shown_url = without_userinfo(url)
+                problem = f"its JSON-RPC interface URL {shown_url!r} is not an http(s) URL"
+                raise RemoteProtocolError(label, shown, problem + "; nothing was sent")
+            origin = _origin(where)
+            if origin != _origin(card) and origin not in allow_origins:
                 raise RemoteProtocolError(
                     label,
-                    card_url,
-                    f"its card sends requests to {url}, on another origin than the card's; "
-                    "nothing was sent",
+                    shown,
+                    f"its card sends requests to {without_userinfo(url)}, on another origin "
+                    "than the card's; nothing was sent",
                     then=f". If you trust it, pass remote_agent(..., allow_origins=[{origin!r}])",
                 )
+            if "@" in card.netloc and "@" not in where.netloc and origin == _origin(card):
+                # the card's origin, reached with a user:password: so is its interface
+                url = url.replace("://", "://" + card.netloc.rsplit("@", 1)[0] + "@", 1)
             return url, str(tenant) if tenant else None
     raise RemoteProtocolError(
         label,
-        card_url,
+        shown,
         "its card offers no JSON-RPC interface of A2A 1.x (it offers: "
         f"{', '.join(offered) or 'nothing'}); this client speaks A2A 1.0 over JSON-RPC",
     )
@@ -348,7 +353,12 @@ class Rpc:
         try:
             version = {"A2A-Version": PROTOCOL_VERSION}
             status, headers, raw = await read(
-                self.http, "POST", self.agent.url, self.agent.timeout, json=body, headers=version
+                self.http,
+                "POST",
+                self.agent.endpoint,
+                self.agent.timeout,
+                json=body,
+                headers=version,
             )
         except httpx.TransportError as exc:
             detail = str(exc) or "no detail"
@@ -430,6 +440,11 @@ class Rpc:
         return RemoteProtocolError(
             **self._where(method), problem=f"{method} was answered with {problem}"
         )
+
+
+def _origin(url: Any) -> str:
+    """A split URL's origin, `scheme://host[:port]`, without any `user:password@`."""
+    return f"{url.scheme}://{url.netloc.rsplit('@', 1)[-1]}"
 
 
 def _misshapen(status: dict[str, Any], artifacts: Any) -> str:

@@ -6,7 +6,8 @@ notebook 19's server (`_servidor_19.py`) does not make.
 It prints `escuchando en http://127.0.0.1:PORT` and serves its card and `/a2a` until killed.
 Each `SendMessage` creates a task in its context (`TASK_STATE_WORKING`); the first `GetTask`
 of it finds it ended, in the way MODE says. `GET /contador` (outside the protocol) says which
-messages it received and how many requests of each method it served.
+messages it received, how many requests of each method it served, and how many of those
+carried an `Authorization` header.
 
 Modes:
 - `estado:STATE` — the task ends in STATE (any text: `TASK_STATE_CANCELED`, `RARO`...), with a
@@ -58,6 +59,7 @@ class State:
         self.mode = mode
         self.lock = threading.Lock()
         self.requests: dict[str, int] = {}
+        self.authorized = 0  # requests to /a2a that carried an Authorization header
         self.messages: list[str] = []
         self.tasks: dict[str, dict[str, Any]] = {}
         if mode.startswith("paginas"):
@@ -112,7 +114,8 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, shown)
         elif self.path == "/contador":
             with self.state.lock:
-                self.answer(200, {"ids": self.state.messages, "peticiones": self.state.requests})
+                counted = {"ids": self.state.messages, "peticiones": self.state.requests}
+                self.answer(200, {**counted, "con_credenciales": self.state.authorized})
         else:
             self.answer(404, {"error": self.path})
 
@@ -121,6 +124,7 @@ class Handler(BaseHTTPRequestHandler):
         ident, method, params = request["id"], request["method"], request.get("params") or {}
         state = self.state
         with state.lock:
+            state.authorized += "Authorization" in self.headers
             state.requests[method] = times = state.requests.get(method, 0) + 1
             result: Any = None
             if method == "SendMessage":

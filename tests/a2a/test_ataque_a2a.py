@@ -250,3 +250,29 @@ async def test_a_task_id_holding_a_lone_surrogate_is_a_protocol_error_and_nothin
     with pytest.raises(RemoteProtocolError, match="ListTasks was answered with task '"):
         await drive(tmp_path, server)  # it asks for the task of its context, sending nothing
     assert server.sent() == 1
+
+
+async def test_a_password_in_the_url_reaches_the_server_and_no_message_or_journal(tmp_path, serve):
+    # before: the card's origin with «ana:s3creto-largo@» was not the interface's, so the card
+    # was refused, printing the password; and a server that was down printed it too
+    server = serve("normal")
+    url = server.url.replace("http://", "http://ana:s3creto-largo@")
+    remote = await remote_agent(url, risk=Risk.READ, name="buscador", poll_interval=0.01)
+    session = Session("r", ScriptedGateway([]), SqliteCheckpointer(tmp_path / "runs.db"))
+    steps = [step async for step in remote.run("Busca un vuelo.", session=session)]
+    assert steps[-1].output == ANSWER
+    assert server.counted()["con_credenciales"] == server.requests("SendMessage") + (
+        server.requests("GetTask")
+    )  # every JSON-RPC request carried them, as the card's did
+    assert (repr(remote), remote.configuration["remote"]["url"]) == (
+        f"RemoteAgent('buscador', url='{server.url}/a2a', risk=Risk.READ)",
+        f"{server.url}/a2a",
+    )
+    assert not any(b"s3creto" in f.read_bytes() for f in tmp_path.iterdir())
+    server.stop()
+    with pytest.raises(RemoteUnavailable) as error:
+        await remote_agent(url, risk=Risk.READ, name="buscador")
+    assert str(error.value).startswith(
+        f"remote agent 'buscador' at {server.url}/.well-known/agent-card.json: its card could "
+        "not be fetched ("
+    )
