@@ -336,3 +336,42 @@ def test_a_stream_that_drops_after_its_finish_reason_keeps_the_answer(server: Fa
         "El saldo es de 4.200,00 €.",
         ModelResponse(text="El saldo es de 4.200,00 €.", usage=Usage()),
     ]
+
+
+def test_a_bad_answer_mid_run_is_paid_once_more_on_resume_and_nothing_else_is(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    RUNS["consultar_saldo"] = 0
+    bad = HOSTILE["message_null"]
+
+    async def teller_then_bad(ex: Exchange) -> None:
+        if any(m["role"] == "tool" for m in (ex.body or {}).get("messages", ())):
+            await bad(ex)
+        else:
+            await conftest.teller(ex)
+
+    server.scenarios["axo_then_bad"] = behind_auth(teller_then_bad)
+    server.scenarios["axo_healthy"] = behind_auth(conftest.teller)
+    agent = Agent("cajero", model="modelo-x", instructions="Cajero.", tools=[consultar_saldo])
+
+    def run(scenario: str) -> Any:
+        session = Session(
+            "run-axo", gateway(server, scenario), SqliteCheckpointer(tmp_path / "r.db")
+        )
+
+        async def drive() -> Any:
+            return [s async for s in agent.run("¿Saldo de ES91?", session=session)][-1]
+
+        return asyncio.run(drive())
+
+    def chats(scenario: str) -> int:
+        return sum(1 for r in server.requests if r.scenario == scenario and "chat" in r.path)
+
+    with pytest.raises(ProviderError, match="without choices\\[0\\].message"):
+        run("axo_then_bad")
+    assert chats("axo_then_bad") == 2 and RUNS["consultar_saldo"] == 1
+
+    final = run("axo_healthy")
+
+    assert final.text == "El saldo es de 4.200,00 €."
+    assert chats("axo_healthy") == 1 and RUNS["consultar_saldo"] == 1
