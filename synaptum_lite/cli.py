@@ -443,7 +443,7 @@ def parser() -> argparse.ArgumentParser:
             f"--{name}", dest="decision", action="store_const", const=name, help=text
         )
     decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
-    resolve.add_argument("--reason", default="", help="why (kept with a denial or grant)")
+    resolve.add_argument("--reason", default="", help="why (with --approve or --deny only)")
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
     export = command("export", "write a run as JSON lines to stdout")
     export.add_argument("run", metavar="RUN")
@@ -559,3 +559,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
             raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
     if getattr(args, "by", None) and _STEERING.search(args.by):
         raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")
+    if getattr(args, "reason", "") and args.decision not in ("approve", "deny"):
+        flag = f"--{args.decision or 'result'}"
+        raise Failure(
+            2,
+            f"--reason is kept with --approve or --deny; the journal has no place for it with "
+            f"{flag}, and it would be lost: leave it out",
+        )

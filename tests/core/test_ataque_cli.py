@@ -851,3 +851,19 @@ def test_on_postgresql_a_damaged_run_is_listed_and_the_others_still_are(tmp_path
         ["incierto", "damaged", "-"],
     ]
     assert "1 run(s) could not be read: 'incierto'" in listed.stderr
+
+
+def test_a_reason_the_journal_cannot_keep_is_refused_rather_than_lost(journal: Path) -> None:
+    store = str(journal)
+    before = events_of(store, "incierto")
+    for decision in (("--retry",), ("--result", "hecha")):
+        done = cli("resolve", store, "incierto", "000003-tool", *decision, "--reason", "por qué")
+        assert (done.returncode, done.stdout) == (2, ""), done  # before: 0, the reason dropped
+        assert done.stderr == (
+            "synaptum-lite: --reason is kept with --approve or --deny; the journal has no place "
+            f"for it with {decision[0]}, and it would be lost: leave it out\n"
+        )
+    assert events_of(store, "incierto") == before
+    kept = cli("resolve", store, "aprobar", "000003-approval", "--deny", "--reason", "por qué")
+    assert kept.returncode == 0, kept.stderr
+    assert "denied by operator: por qué" in cli("show", store, "aprobar").stdout
