@@ -296,12 +296,31 @@ class _Database:
     def _connect(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
-        os.makedirs(os.path.dirname(self.path) or os.curdir, exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(self.path) or os.curdir, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(
+                self.name, f"its folder cannot be made: {exc.strerror or exc}"
+            ) from None
         with contextlib.suppress(FileNotFoundError):
             runlock.refuse_odd_files(self.path, os.stat(self.path))
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             sql.prepare(connection, self.name, self.durability)
+        except StoreUnavailable as exc:
+            connection.close()
+            if not isinstance(exc.__cause__, sqlite3.Error):
+                raise
+            folder = os.path.dirname(self.path)
+            if sql.primary_code(exc.__cause__) != sql.SQLITE_CANTOPEN or os.access(folder, os.W_OK):
+                raise
+            raise StoreUnavailable(
+                self.name,
+                f"SQLite cannot open it: this process may not write in its folder "
+                f"{os.path.basename(folder) or folder}, and SQLite keeps two files beside a "
+                f"journal even to read it ({self.name}-wal and {self.name}-shm): let this "
+                "process write in the folder, or copy the journal to a folder it can write in",
+            ) from exc.__cause__
         except BaseException:
             connection.close()
             raise

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ import pytest
 from synaptum_lite import DamagedStore, NotAJournal, SqliteCheckpointer
 
 from .conftest import run
+from .test_kill import ROOT
+from .test_storage_errors import _namespace
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -95,3 +99,42 @@ def test_an_empty_file_becomes_a_journal(tmp_path):
         return await SqliteCheckpointer(path).load("r")
 
     assert run(scenario()).header == {"agent": {}}
+
+
+def test_a_journal_in_a_read_only_folder_says_the_folder_is_the_reason(tmp_path):
+    """SQLite keeps `-wal` and `-shm` beside a journal even to read it; in a folder this
+    process may not write in it cannot, and said only 'unable to open database file' (and a
+    journal in a new subfolder there raised a bare OSError)."""
+    namespace = _namespace()
+    if namespace is None:
+        pytest.skip("needs `unshare` allowed to make a mount namespace (Linux) for a bind mount")
+    folder = tmp_path / "solo-lectura"
+    a_closed_journal(folder / "runs.db")
+    mount = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"'
+    read = subprocess.run(
+        [
+            *namespace,
+            "sh",
+            "-c",
+            f'{mount} && exec "$2" -m tests.core.ataque_almacen_ro_hijo "$1/runs.db" "$1/sub/x.db"',
+            "sh",
+            str(folder),
+            sys.executable,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert read.returncode == 0, read.stderr
+    journal, subfolder = read.stdout.splitlines()
+    assert journal.startswith(
+        "StoreUnavailable: the journal store runs.db is unavailable (SQLite cannot open it: "
+        "this process may not write in its folder solo-lectura, and SQLite keeps two files "
+        "beside a journal even to read it (runs.db-wal and runs.db-shm): let this process "
+        "write in the folder, or copy the journal to a folder it can write in)"
+    )
+    assert subfolder.startswith(
+        "StoreUnavailable: the journal store x.db is unavailable (its folder cannot be made: "
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["runs.db"]
