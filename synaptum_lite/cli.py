@@ -530,7 +530,11 @@ async def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str, secret: str) -> int:
-    sys.stderr.write(f"synaptum-lite: {printable(redact(message, secret))}\n")
+    """Say what failed on stderr, and return `code`: the code is the answer even when stderr
+    cannot be written (closed, or a full disk)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"synaptum-lite: {printable(redact(message, secret))}\n")
+        sys.stderr.flush()
     return code
 
 

@@ -867,3 +867,12 @@ def test_a_reason_the_journal_cannot_keep_is_refused_rather_than_lost(journal: P
     kept = cli("resolve", store, "aprobar", "000003-approval", "--deny", "--reason", "por qué")
     assert kept.returncode == 0, kept.stderr
     assert "denied by operator: por qué" in cli("show", store, "aprobar").stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_the_exit_code_is_the_answer_even_when_stderr_cannot_be_written(journal: Path) -> None:
+    for redirect in ("2>/dev/full", "2>&-"):
+        for args, code in ((("runs", "falta.db"), 3), (("show", str(journal), "otro"), 3)):
+            command = " ".join([sys.executable, "-m", "synaptum_lite", *args, redirect])
+            done = subprocess.run(["bash", "-c", command], cwd=ROOT, timeout=60)
+            assert done.returncode == code, (redirect, args)  # before: 1, its traceback lost
