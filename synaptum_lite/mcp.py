@@ -199,7 +199,14 @@ async def connect(
                     ClientSession(*streams, message_handler=unreadable.hear)
                 )
                 with anyio.fail_after(start_timeout):
-                    introduced = await session.initialize()
+                    try:
+                        introduced = await session.initialize()
+                    except RuntimeError as exc:  # the SDK's word for a version it lacks
+                        raise ConfigurationError(
+                            f"MCP server {prefix!r} cannot be used ({_describe(exc)}); no tool "
+                            "was called: update the server or the MCP SDK so that they share a "
+                            "protocol version"
+                        ) from None
                     server_name = introduced.server_info.name or prefix
                     listed = await _list_tools(session, server_name)
             except TimeoutError:  # an OSError too: first
@@ -208,7 +215,15 @@ async def connect(
                     f"it did not introduce itself and list its tools within "
                     f"start_timeout={start_timeout} s; it may be hung" + unreadable.since(0),
                 ) from None
-            except (OSError, MCPError) as exc:
+            except MCPError as exc:
+                if _lost(exc):
+                    raise McpServerLost(server_name, _describe(exc)) from None
+                raise ConfigurationError(  # it is there, and it said no
+                    f"MCP server {server_name!r} refused its start-up with JSON-RPC error "
+                    f"{exc.code}: {_bounded(exc.message)}; no tool was called: check its "
+                    "command, arguments and version, and what it wrote to stderr"
+                ) from None
+            except OSError as exc:
                 raise McpServerLost(server_name, _describe(exc)) from None
             except ValidationError as exc:  # it answered, and what it said is not MCP
                 raise ConfigurationError(

@@ -20,6 +20,8 @@ Modes, each changing what a call to `enviar` (or the start-up) meets:
 - `propiedades:JSON` lists `enviar` with that JSON as its schema's `properties`;
 - `requerido:JSON` lists `enviar` with that JSON as its schema's `required`;
 - `surrogado` answers text holding a lone surrogate (`"\\ud800"` in its JSON);
+- `init-error` answers initialize with a JSON-RPC error; `version-rara`, with a protocol
+  version no MCP has (1999-01-01);
 - `abierta` lists `enviar` with a schema that names no property and takes any text one.
 """
 
@@ -65,9 +67,13 @@ def main(argv: list[str]) -> None:
             continue  # a notification
         params = request.get("params") or {}
         answer: dict[str, object] = {"jsonrpc": "2.0", "id": ident}
-        if method == "initialize":
+        if method == "initialize" and "init-error" in modes:
+            answer["error"] = {"code": -32602, "message": "versión no soportada"}
+        elif method == "initialize":
             answer["result"] = {
-                "protocolVersion": params.get("protocolVersion"),
+                "protocolVersion": "1999-01-01"
+                if "version-rara" in modes
+                else params.get("protocolVersion"),
                 "capabilities": {"tools": {"listChanged": True}, "logging": {}},
                 "serverInfo": {"name": "ataque", "version": "1"},
             }

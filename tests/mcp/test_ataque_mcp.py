@@ -229,3 +229,26 @@ def test_an_answer_the_sdk_cannot_read_is_a_lost_call_that_names_the_line_it_dro
 def test_a_call_is_bounded_by_default_so_a_server_that_never_answers_does_not_hang_the_run():
     # before: call_timeout=None, and a dropped or never-written answer made the run wait for ever
     assert inspect.signature(connect).parameters["call_timeout"].default == 600.0
+
+
+def test_a_server_that_refuses_initialize_is_a_configuration_error_not_a_server_gone(tmp_path):
+    # before: «went away during its start-up (MCPError: versión no soportada)»: it was there
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "init-error"))
+    assert str(refused.value) == (
+        "MCP server 'h' refused its start-up with JSON-RPC error -32602: 'versión no "
+        "soportada'; no tool was called: check its command, arguments and version, and what "
+        "it wrote to stderr"
+    )
+
+
+def test_a_server_speaking_a_protocol_version_the_sdk_lacks_is_a_configuration_error(tmp_path):
+    # before: the SDK's RuntimeError, raw
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "version-rara"))
+    assert str(refused.value) == (
+        "MCP server 'h' cannot be used (RuntimeError: Unsupported protocol version from the "
+        "server: 1999-01-01); no tool was called: update the server or the MCP SDK so that "
+        "they share a protocol version"
+    )
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 0
