@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +16,9 @@ from synaptum_lite import (
     FinalStep,
     MemoryCheckpointer,
     NothingToResolve,
+    Phase,
     ProviderError,
+    ReplayDivergence,
     Risk,
     Role,
     Session,
@@ -28,6 +31,7 @@ from synaptum_lite import (
     tool,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says
+from synaptum_lite.transfer import export_run, import_run
 
 from .conftest import run
 
@@ -385,3 +389,31 @@ def test_usage_from_the_journal_counts_a_resumed_run_once_and_rolls_up_sub_runs(
 
 async def _collect(steps):
     return [step async for step in steps]
+
+
+def test_a_grant_journaled_for_another_call_never_runs_the_call_the_model_made():
+    store = MemoryCheckpointer()
+    first, _ = session(store)
+    steps = run(drive(AGENTE, first))
+    assert isinstance(steps[-1], ApprovalStep) and steps[-1].pending  # asked about ES12
+    # a journal (copied, merged, edited) whose request and grant at that position are for
+    # another call: the grant a person gave is bound to the call it names
+    other = calls("transferir", destino="ES99", importe=9999.0).tool_calls[0]
+    foreign = ApprovalStep(
+        run_id="r", step_id="000001-approval", phase=Phase.ATTEMPTED, call=other, reason="otra"
+    )
+    granted = dataclasses.replace(
+        foreign,
+        phase=Phase.COMPLETED,
+        attempt=1,
+        decision={"granted": True, "by": "ana", "at": "", "note": "", "call": other.to_json()},
+    )
+    forged = MemoryCheckpointer()
+    lines = run(export_run(store, "r"))
+    run(import_run(forged, "\n".join(lines[:-1]) + "\n"))  # without the request for ES12
+    run(forged.append("r", [foreign, granted]))
+    second, gateway = session(forged)
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(AGENTE, second))
+    assert divergence.value.step_id == "000001-approval"
+    assert (TRANSFERS, gateway.model_calls) == ([], 0)
