@@ -23,6 +23,7 @@ Modes:
 - `paginas` — the first SendMessage creates its task and answers 503; ListTasks ignores the
   context asked for and answers one task a page, three tasks of other contexts first;
 - `habilidades-numero` — its card's skills are a number, not a list;
+- `paginas-cuelga` — like `paginas`, but the first SendMessage is never answered at all;
 - `paginas-bucle` — like `paginas`, but every page points to the same next page.
 """
 
@@ -122,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         ident, method, params = request["id"], request["method"], request.get("params") or {}
-        state = self.state
+        state, hang = self.state, False
         with state.lock:
             state.authorized += "Authorization" in self.headers
             state.requests[method] = times = state.requests.get(method, 0) + 1
@@ -141,6 +142,8 @@ class Handler(BaseHTTPRequestHandler):
                 state.tasks[task_id] = task
                 if state.mode == "resultado-enorme":
                     result = {"recibido": "x" * 1_000_000}
+                elif state.mode == "paginas-cuelga" and times == 1:
+                    hang = True  # received, the task created: it never answers
                 elif state.mode.startswith("paginas") and times == 1:
                     self.answer(503, b"Service Unavailable")  # received, then no answer
                     return
@@ -165,6 +168,8 @@ class Handler(BaseHTTPRequestHandler):
                     "pageSize": 1,
                     "totalSize": len(every),
                 }
+        if hang:
+            threading.Event().wait()  # for ever: the client is killed while it waits
         if result is None:
             error = {"code": -32601, "message": f"no sé {method}"}
             self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})

@@ -6,7 +6,9 @@ result the parent's model reads, and the server receives the message once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -276,3 +278,27 @@ async def test_a_password_in_the_url_reaches_the_server_and_no_message_or_journa
         f"remote agent 'buscador' at {server.url}/.well-known/agent-card.json: its card could "
         "not be fetched ("
     )
+
+
+async def test_a_driver_killed_inside_the_send_resumes_by_finding_its_task_on_a_later_page(
+    tmp_path, serve
+):
+    # a real SIGKILL while SendMessage waits: the server holds the task, the journal only
+    # the attempt; the resume pages through ListTasks (three tasks of other contexts first)
+    server = serve("paginas-cuelga")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.a2a.ataque_hijo", server.url, str(tmp_path / "runs.db"),
+         "r"],
+        stdout=subprocess.PIPE, text=True, cwd=SERVER.parents[2],
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline().split() == ["000000-tool", "attempted"]
+    while server.sent() == 0:  # the message arrives after the attempt is journaled
+        assert child.poll() is None, "the driver ended before its message arrived"
+        await asyncio.sleep(0.01)
+    child.kill()
+    assert child.wait() == -signal.SIGKILL
+    child.stdout.close()
+    assert (await drive(tmp_path, server)).output == ANSWER
+    assert (server.sent(), server.requests("SendMessage")) == (1, 1)
+    assert server.requests("ListTasks") == 4
