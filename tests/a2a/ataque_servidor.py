@@ -18,6 +18,7 @@ Modes:
 - `partes-numero` — it completes with an artifact whose parts are a number;
 - `surrogado` — it completes with a text holding a lone surrogate (`\\ud800` in its JSON);
 - `id-surrogado` — the task's id holds a lone surrogate;
+- `sse` — GetTask answers a stream of server-sent events (text/event-stream), not JSON;
 - `error-enorme` — GetTask answers a JSON-RPC error whose message is 1 MB long;
 - `resultado-enorme` — SendMessage answers a result with neither task nor message, 1 MB long;
 - `paginas` — the first SendMessage creates its task and answers 503; ListTasks ignores the
@@ -150,6 +151,15 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     result = {"task": task}
             elif method == "GetTask":
+                if state.mode == "sse":  # a stream of events, though none was asked for
+                    event = {"jsonrpc": "2.0", "id": ident, "result": {"task": {}}}
+                    raw = f"data: {json.dumps(event)}\n\n".encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
                 if state.mode == "error-enorme":
                     error = {"code": -32603, "message": "y" * 1_000_000}
                     self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})

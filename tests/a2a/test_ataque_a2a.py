@@ -302,3 +302,16 @@ async def test_a_driver_killed_inside_the_send_resumes_by_finding_its_task_on_a_
     assert (await drive(tmp_path, server)).output == ANSWER
     assert (server.sent(), server.requests("SendMessage")) == (1, 1)
     assert server.requests("ListTasks") == 4
+
+
+async def test_a_stream_of_events_where_json_was_asked_for_is_a_protocol_error_showing_it(
+    tmp_path, serve
+):
+    server = serve("sse")
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value).startswith(
+        f"{where(server)}: GetTask was answered with HTTP 200 with a body that is not JSON-RPC: "
+        '\'data: {"jsonrpc": "2.0", '
+    )
+    assert server.sent() == 1

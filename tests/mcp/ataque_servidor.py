@@ -22,6 +22,7 @@ Modes, each changing what a call to `enviar` (or the start-up) meets:
 - `surrogado` answers text holding a lone surrogate (`"\\ud800"` in its JSON);
 - `init-error` answers initialize with a JSON-RPC error; `version-rara`, with a protocol
   version no MCP has (1999-01-01);
+- `otra` lists a second tool, `otra`, beside `enviar`;
 - `abierta` lists `enviar` with a schema that names no property and takes any text one.
 """
 
@@ -79,6 +80,8 @@ def main(argv: list[str]) -> None:
             }
         elif method == "tools/list":
             answer["result"] = {"tools": [tool]}
+            if "otra" in modes:
+                answer["result"] = {"tools": [tool, {**tool, "name": "otra"}]}
             if "bucle" in modes:
                 answer["result"] = {"tools": [tool], "nextCursor": "otra"}
         elif method == "tools/call":

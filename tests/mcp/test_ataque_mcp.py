@@ -20,6 +20,7 @@ import pytest
 
 from synaptum_lite import (
     Agent,
+    ConfigurationChanged,
     ConfigurationError,
     InvalidToolCall,
     Phase,
@@ -252,3 +253,15 @@ def test_a_server_speaking_a_protocol_version_the_sdk_lacks_is_a_configuration_e
         "they share a protocol version"
     )
     assert count(tmp_path / "efectos.jsonl", "enviar") == 0
+
+
+def test_a_tool_the_server_added_between_two_passes_is_a_configuration_change_naming_it(
+    tmp_path,
+):
+    with pytest.raises(McpServerLost):
+        asyncio.run(run(tmp_path, "r", "cierra", call_timeout=10.0))
+    with pytest.raises(ConfigurationChanged) as changed:
+        asyncio.run(run(tmp_path, "r", "otra"))
+    assert changed.value.changes == {"tools": ([], ["h__otra"])}
+    assert "(tools: new ['h__otra'])" in str(changed.value)
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 1  # the second pass called nothing
