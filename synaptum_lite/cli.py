@@ -395,8 +395,8 @@ def _export_on_stdin() -> str:
         raise Failure(2, f"import reads {_AN_EXPORT} from stdin, and there is none: {_USE}")
     if sys.stdin.isatty():
         raise Failure(2, f"import reads {_AN_EXPORT} from stdin, not a terminal: {_USE}")
-    try:
-        return sys.stdin.read()
+    try:  # an editor on Windows may save it with a byte order mark first: not part of it
+        return sys.stdin.read().removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         where = f"byte 0x{exc.object[exc.start]:02x} at {exc.start}"
         raise Failure(1, f"stdin is not UTF-8 text ({where}), so not {_AN_EXPORT}") from None

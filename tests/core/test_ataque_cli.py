@@ -876,3 +876,20 @@ def test_the_exit_code_is_the_answer_even_when_stderr_cannot_be_written(journal:
             command = " ".join([sys.executable, "-m", "synaptum_lite", *args, redirect])
             done = subprocess.run(["bash", "-c", command], cwd=ROOT, timeout=60)
             assert done.returncode == code, (redirect, args)  # before: 1, its traceback lost
+
+
+def test_an_export_saved_by_a_windows_editor_imports_as_it_was(
+    journal: Path, tmp_path: Path
+) -> None:
+    export = cli("export", str(journal), "incierto").stdout
+    saved = ("\ufeff" + export.replace("\n", "\r\n")).encode()  # BOM and CRLF, as Notepad
+    copy = tmp_path / "copia.db"
+    imported = subprocess.run(
+        [sys.executable, "-m", "synaptum_lite", "import", str(copy)],
+        input=saved,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+    )
+    assert imported.returncode == 0, imported.stderr  # before: "not a synaptum_lite journal"
+    assert cli("export", str(copy), "incierto").stdout == export
