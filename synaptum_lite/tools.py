@@ -93,15 +93,19 @@ class Tool:
         if isinstance(arguments, str):  # the model's text, kept because it could not be read
             raise InvalidToolCall(
                 self.name,
-                f"arguments must be a JSON object, got {arguments!r}, which is not one "
+                f"arguments must be a JSON object, got {_cut(arguments)}, which is not one "
                 f"({_json_problem(arguments)})",
             )
         if not isinstance(arguments, dict):
-            raise InvalidToolCall(self.name, f"arguments must be a JSON object, got {arguments!r}")
+            raise InvalidToolCall(
+                self.name, f"arguments must be a JSON object, got {_cut(arguments)}"
+            )
         properties = self.parameters["properties"]
         unknown = sorted(set(arguments) - set(properties))
         if unknown:
-            raise InvalidToolCall(self.name, f"unknown argument(s) {', '.join(unknown)}")
+            raise InvalidToolCall(
+                self.name, f"unknown argument(s) {_cut(', '.join(unknown), as_repr=False)}"
+            )
         missing = [name for name in self.parameters.get("required", ()) if name not in arguments]
         if missing:
             raise InvalidToolCall(self.name, f"missing required argument(s) {', '.join(missing)}")
@@ -320,11 +324,13 @@ def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]
 
     def convert(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {_cut(value)}")
         unknown = sorted(set(value) - set(properties))
         missing = [name for name in required if name not in value]
         if unknown or missing:
-            problem = f"unknown field(s) {unknown}" if unknown else f"missing field(s) {missing}"
+            problem = (
+                f"unknown field(s) {_cut(unknown)}" if unknown else f"missing field(s) {missing}"
+            )
             raise InvalidToolCall(_tool_of(where), f"{where}: {problem}")
         return cls(**{name: converters[name](v) for name, v in value.items()})
 
@@ -335,7 +341,7 @@ def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) 
     def check(value: Any) -> Any:
         # bool is an int in Python but not in JSON schema
         if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be {kind}, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be {kind}, got {_cut(value)}")
         return float(cast(SupportsFloat, value)) if hint is float else value
 
     return check
@@ -345,7 +351,7 @@ def _check_enum(where: str, values: list[Any]) -> Converter:
     def check(value: Any) -> Any:
         if value not in values:
             raise InvalidToolCall(
-                _tool_of(where), f"{where} must be one of {values}, got {value!r}"
+                _tool_of(where), f"{where} must be one of {values}, got {_cut(value)}"
             )
         return value
 
@@ -360,7 +366,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
             except InvalidToolCall:
                 continue
         raise InvalidToolCall(
-            _tool_of(where), f"{where} got {value!r}, which fits none of its types"
+            _tool_of(where), f"{where} got {_cut(value)}, which fits none of its types"
         )
 
     return check
@@ -369,7 +375,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
 def _check_list(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, list):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an array, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an array, got {_cut(value)}")
         return [item(v) for v in value]
 
     return check
@@ -378,7 +384,7 @@ def _check_list(where: str, item: Converter) -> Converter:
 def _check_dict(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {value!r}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {_cut(value)}")
         return {k: item(v) for k, v in value.items()}
 
     return check
@@ -419,6 +425,23 @@ def to_result_text(value: Any) -> str:
     return text
 
 
+#: How much of a value the model sent a tool result quotes back (the result is journaled and
+#: sent in every later request of the run: a megabyte of arguments must not be).
+QUOTED = 200
+
+
+def _cut(value: Any, *, as_repr: bool = True) -> str:
+    """`value`'s repr (or the text `value`), cut to `QUOTED` characters, saying how long it
+    was."""
+    try:
+        shown = repr(value) if as_repr else str(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
+    if len(shown) <= QUOTED:
+        return shown
+    return f"{shown[:QUOTED]}… ({len(shown)} characters in all)"
+
+
 def _json_problem(text: str) -> str:
     """Why the model's argument text is not a JSON object, in words the model can act on."""
 
@@ -429,6 +452,8 @@ def _json_problem(text: str) -> str:
         value = json.loads(text, parse_constant=refuse)
     except ValueError as exc:
         return str(exc)
+    except RecursionError:  # it would fail every resume again: said, never raised
+        return "it nests arrays or objects deeper than can be read"
     decoded = json.dumps(value, ensure_ascii=False)
     at = lone_surrogate(decoded)
     if at is not None:

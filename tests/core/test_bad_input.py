@@ -15,11 +15,13 @@ from synaptum_lite import (
     ConfigurationError,
     CorruptJournal,
     MemoryCheckpointer,
+    ModelResponse,
     NotAJournal,
     RetryPolicy,
     Risk,
     Session,
     SqliteCheckpointer,
+    ToolCall,
     ToolDefinitionError,
     ToolResultNotSerializable,
     ToolStep,
@@ -377,3 +379,35 @@ def test_a_run_without_a_session_is_refused_naming_what_it_got(session):
     with pytest.raises(ConfigurationError, match="session must be a Session") as refused:
         run(_consume(agent.run("t", session=session)))
     assert repr(session) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ["[" * 100_000 + "]" * 100_000, "x" * 1_000_000, ["ES91"] * 100_000],
+    ids=["nested 100000 deep", "a megabyte of text", "a list of 100000"],
+)
+def test_tool_arguments_nobody_can_read_are_told_to_the_model_briefly_and_the_run_ends(
+    tmp_path: Path, arguments
+):
+    @tool(risk=Risk.READ, idempotent=True)
+    def saldo(cuenta: str) -> str:
+        """Reads a balance."""
+        raise AssertionError("never called with arguments it cannot read")
+
+    unreadable = ModelResponse(tool_calls=(ToolCall("c", "saldo", arguments),))
+    agent = Agent("a", model="m", instructions="i", tools=[saldo])
+    store = SqliteCheckpointer(tmp_path / "runs.db")
+    steps = run(
+        _consume(
+            agent.run(
+                "t", session=Session("r", ScriptedGateway([unreadable, says("no pude")]), store)
+            )
+        )
+    )
+    result = next(s for s in steps if isinstance(s, ToolStep) and s.result is not None).result
+    assert result.is_error and "arguments must be a JSON object" in result.content
+    assert len(result.content) < 600  # quoted briefly: it is sent in every later request
+    assert "characters in all" in result.content
+    assert steps[-1].text == "no pude"  # the run ends; a resume returns it without raising
+    again = ScriptedGateway([])
+    assert run(_consume(agent.run("t", session=Session("r", again, store))))[-1].text == "no pude"
