@@ -143,7 +143,7 @@ def enter_file(database: FilePath, run_id: str = "") -> LockedFile:
         except FileNotFoundError:
             key = None
         except OSError as exc:
-            raise LockFailed(_name(database), run_id, _cause(exc)) from None
+            raise LockFailed(_name(database), run_id, cause(exc)) from None
         locked = _FILES.get(key) if key is not None else None
         if locked is None:
             fd, writable = _open_for_locks(database, run_id)
@@ -222,11 +222,11 @@ def _open_for_locks(database: FilePath, run_id: str) -> tuple[int, bool]:
         return os.open(database, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644), True
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise LockFailed(_name(database), run_id, _cause(exc)) from None
+            raise LockFailed(_name(database), run_id, cause(exc)) from None
     try:
         return os.open(database, os.O_RDONLY | _CLOEXEC), False
     except OSError as exc:
-        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, cause(exc)) from None
 
 
 def _name(database: FilePath) -> str:
@@ -238,7 +238,8 @@ def _identity(stat: os.stat_result) -> tuple[int, int]:
     return stat.st_dev, stat.st_ino
 
 
-def _cause(exc: OSError) -> str:
+def cause(exc: OSError) -> str:
+    """An OS error as errors show it: its errno name and what it means."""
     name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
     return f"{name}: {exc.strerror or exc}"
 
@@ -311,7 +312,7 @@ def _lock_byte_posix(
     except OSError as exc:
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, cause(exc)) from None
 
     def release() -> None:
         unlock = _OFD_LOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0)
@@ -329,14 +330,14 @@ def _flock_run(database: FilePath, offset: int, run_id: str, fcntl: Any) -> Rele
         path = os.path.join(folder, f"{offset:x}.lock")
         fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
     except OSError as exc:
-        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, cause(exc)) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, cause(exc)) from None
     _FLOCKS.add(fd)
 
     def release() -> None:  # closing the description releases its lock
@@ -361,7 +362,7 @@ def _lock_byte_windows(
     except OSError as exc:
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(_name(database), run_id, _cause(exc)) from None
+        raise LockFailed(_name(database), run_id, cause(exc)) from None
     return lambda: _windows_locking(locked.fd, offset, unlock=True)
 
 

@@ -302,8 +302,14 @@ class _Database:
             raise StoreUnavailable(
                 self.name, f"its folder cannot be made: {exc.strerror or exc}"
             ) from None
-        with contextlib.suppress(FileNotFoundError):
+        try:
             runlock.refuse_odd_files(self.path, os.stat(self.path))
+        except FileNotFoundError:
+            pass  # SQLite creates it
+        except OSError as exc:  # a symlink loop, a name too long, a folder it may not search
+            raise StoreUnavailable(
+                self.name, f"its path cannot be followed: {runlock.cause(exc)}"
+            ) from None
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             sql.prepare(connection, self.name, self.durability)

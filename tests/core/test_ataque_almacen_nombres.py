@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from synaptum_lite import ConfigurationError, RunBusy, SqliteCheckpointer
+from synaptum_lite import ConfigurationError, RunBusy, SqliteCheckpointer, StoreUnavailable
 
 from .conftest import run
 
@@ -180,3 +180,20 @@ def test_a_name_with_spaces_non_ascii_or_a_newline_is_one_journal_and_one_lock(t
 
     assert run(scenario()).header == {"agent": {}}
     assert files_in(tmp_path)[0] == name
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_a_symlink_loop_is_a_store_error_naming_it_not_a_bare_os_error(tmp_path):
+    (tmp_path / "a.db").symlink_to(tmp_path / "b.db")
+    (tmp_path / "b.db").symlink_to(tmp_path / "a.db")
+
+    with pytest.raises(StoreUnavailable) as error:
+        run(SqliteCheckpointer(tmp_path / "a.db").load("r"))
+    assert "a.db is unavailable (its path cannot be followed: ELOOP: " in str(error.value)
+
+
+def test_a_name_too_long_for_the_file_system_is_a_store_error_naming_it(tmp_path):
+    name = "x" * 300 + ".db"
+    with pytest.raises(StoreUnavailable, match="its path cannot be followed: ENAMETOOLONG: "):
+        run(SqliteCheckpointer(tmp_path / name).load("r"))
+    assert files_in(tmp_path) == []
