@@ -48,6 +48,7 @@ from .runview import (
     has_journal,
     is_held,
     open_store,
+    quoted,
     read_run,
     redact,
     run_ids,
@@ -289,24 +290,32 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
     run = await read_run(store, args.run, check_held=False)
     step = next((s for s in run.steps if s.step_id == args.step), None)
     if step is None:
-        ids = ", ".join(s.step_id for s in run.steps)
-        raise Failure(3, f"run {args.run!r} has no step {args.step} (it has: {ids})")
+        ids = [s.step_id for s in run.steps]
+        if len(ids) > 8:  # a long run: its first and last steps, and how many
+            ids = [*ids[:3], "…", *ids[-2:], f"{len(run.steps)} steps"]
+        step_id = quoted(args.step) if len(args.step) > 62 else args.step
+        raise Failure(3, f"run {quoted(args.run)} has no step {step_id} (it has: {', '.join(ids)})")
     flag = f"--{args.decision or 'result'}"
     wanted = "approval" if args.decision in ("approve", "deny") else "uncertain"
     if step.waiting != wanted:
         if await is_held(store, args.run):  # what it waits for is the driver's to change
-            raise Failure(5, f"a driver holds run {args.run!r} now; nothing was written: {_WAIT}")
+            raise Failure(
+                5, f"a driver holds run {quoted(args.run)} now; nothing was written: {_WAIT}"
+            )
         if step.inside:
-            message = f"run {args.run!r}, step {args.step} is a delegation; what waits is in its "
+            message = f"run {quoted(args.run)}, step {args.step} is a delegation; what waits"
+            there = f"synaptum-lite show STORE {step.inside}"
             raise Failure(
                 4,
-                f"{message}sub-run {step.inside!r}; nothing was written: resolve it there (see "
-                f"synaptum-lite show STORE {step.inside})",
+                f"{message} is in its sub-run {quoted(step.inside)}; nothing was written: resolve "
+                f"it there (see {there})",
             )
         what, then = _NOT_WAITING.get(step.waiting, _NOT_WAITING[""])
         decided = _decided(step) if not step.waiting else ""
         then = f"it was already resolved ({decided}); {_SEE}" if decided else then
-        message = f"run {args.run!r}, step {args.step} {what}, not for {flag}; nothing was written"
+        message = (
+            f"run {quoted(args.run)}, step {args.step} {what}, not for {flag}; nothing was written"
+        )
         raise Failure(4, f"{message}: {then}")
     session = Session(args.run, LocalGateway(tools=[]), store.checkpointer)
     try:
@@ -321,7 +330,9 @@ async def command_resolve(args: argparse.Namespace, store: Store, width: int) ->
             await session.decide(args.step, granted=granted, by=args.by, note=args.reason)
             done = "granted" if granted else "denied"
     except NothingToResolve as exc:  # decided by someone else since it was read
-        message = f"run {args.run!r}, step {args.step} is {exc.state} now; nothing was written"
+        message = (
+            f"run {quoted(args.run)}, step {args.step} is {exc.state} now; nothing was written"
+        )
         raise Failure(4, f"{message}: {_SEE}") from None
     args.written = f"the decision ({done} by {args.by}) was written"
     say(f"{args.run} {args.step}: {done} by {args.by}")

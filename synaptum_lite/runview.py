@@ -308,7 +308,7 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
     """The run as the journal holds it. Raises `Failure` (3) when the store has no such run."""
     state = await store.checkpointer.load(run_id)
     if state.header is None:
-        raise Failure(3, f"no run {run_id!r} in {store.label}; list them: synaptum-lite runs")
+        raise Failure(3, f"no run {quoted(run_id)} in {store.label}; list them: synaptum-lite runs")
     events = await load_events(store.checkpointer, run_id)
     tools = field_of(field_of(state.header, "agent"), "tools")
     steps: dict[str, StepView] = {}
@@ -381,6 +381,13 @@ _PASSWORDS = (
     re.compile(r"(://[^/\s:@]*:)[^\s@/]*@"),  # scheme://user:password@host
     re.compile(r"(password\s*=\s*)('[^']*'|[^\s&]+)", re.IGNORECASE),  # password=... as libpq
 )
+
+
+def quoted(value: str) -> str:
+    """`value` quoted as Python would, and cut when long: a message names a bad value, and a
+    value of thousands of characters would bury what the message says."""
+    text = repr(value)
+    return text if len(text) <= 64 else f"{text[:60]}…' ({len(value)} characters)"
 
 
 def redact(text: str, secret: str) -> str:

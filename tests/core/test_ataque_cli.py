@@ -893,3 +893,32 @@ def test_an_export_saved_by_a_windows_editor_imports_as_it_was(
     )
     assert imported.returncode == 0, imported.stderr  # before: "not a synaptum_lite journal"
     assert cli("export", str(copy), "incierto").stdout == export
+
+
+def test_a_message_about_a_huge_value_or_a_long_run_stays_a_few_lines(tmp_path: Path) -> None:
+    import asyncio
+
+    database = tmp_path / "largo.db"
+    agent = Agent("archivista", model="m", instructions="Busca.", tools=[buscar])
+    script = [calls("buscar", consulta=f"página {n}") for n in range(20)] + [says("listo")]
+
+    async def drive() -> None:
+        session = Session("largo", ScriptedGateway(script), SqliteCheckpointer(database))
+        async for _ in agent.run("Busca las 20 páginas.", session=session):
+            pass
+
+    asyncio.run(drive())
+    huge = "x" * 5000
+    cases = {
+        ("show", huge): f"no run '{'x' * 59}…' (5000 characters) in largo.db",
+        ("resolve", "largo", huge, "--retry"): f"run 'largo' has no step '{'x' * 59}…' (5000 ",
+        ("resolve", "largo", "000999-tool", "--retry"): (
+            "run 'largo' has no step 000999-tool (it has: 000000-model, 000001-tool, "
+            "000002-model, …, 000040-model, 000041-final, 42 steps)\n"
+        ),
+    }
+    for args, message in cases.items():
+        done = cli(args[0], str(database), *args[1:])
+        assert done.returncode == 3, done.stderr
+        assert message in done.stderr, done.stderr[:300]
+        assert len(done.stderr) < 300  # before: 5,000 characters, or every one of 42 steps
