@@ -269,7 +269,8 @@ class Rpc:
                 )
                 raise self.garbled("ListTasks", "pages that loop: " + problem)
         mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
-        mine = [t for t in mine if t.get("contextId") == context_id]
+        # one task on two pages (pages shift as tasks come and go) is still one task
+        mine = list({t["id"]: t for t in mine if t.get("contextId") == context_id}.values())
         if not mine:
             return None
         if len(mine) > 1:

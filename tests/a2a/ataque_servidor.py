@@ -25,6 +25,7 @@ Modes:
   context asked for and answers one task a page, three tasks of other contexts first;
 - `habilidades-numero` — its card's skills are a number, not a list;
 - `paginas-cuelga` — like `paginas`, but the first SendMessage is never answered at all;
+- `paginas-repetida` — like `paginas`, but the last task (the client's) is on two pages;
 - `paginas-bucle` — like `paginas`, but every page points to the same next page.
 """
 
@@ -168,6 +169,8 @@ class Handler(BaseHTTPRequestHandler):
                 result = task
             elif method == "ListTasks":
                 every = list(state.tasks.values())  # the context asked for is ignored
+                if state.mode == "paginas-repetida":  # its pages shifted: one task, twice
+                    every.append(every[-1])
                 page = int(params.get("pageToken") or 0)
                 following = page + 1 if page + 1 < len(every) else None
                 if state.mode == "paginas-bucle":

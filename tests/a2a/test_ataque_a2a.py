@@ -315,3 +315,12 @@ async def test_a_stream_of_events_where_json_was_asked_for_is_a_protocol_error_s
         '\'data: {"jsonrpc": "2.0", '
     )
     assert server.sent() == 1
+
+
+async def test_a_task_listed_on_two_pages_is_one_task_and_the_resume_sends_nothing(tmp_path, serve):
+    # before: «2 tasks in context 'r', where one was sent», on every pass
+    server = serve("paginas-repetida")
+    with pytest.raises(RemoteUnavailable):
+        await drive(tmp_path, server)
+    assert (await drive(tmp_path, server)).output == ANSWER
+    assert (server.sent(), server.requests("ListTasks")) == (1, 5)
