@@ -21,6 +21,7 @@ from . import (
     Checkpointer,
     DelegationStep,
     FinalStep,
+    ModelStep,
     Phase,
     RunBusy,
     SqliteCheckpointer,
@@ -29,7 +30,6 @@ from . import (
     ToolStep,
     Usage,
     load_events,
-    run_usage,
 )
 
 STATES = ("closed", "open", "held", "approval", "uncertain")
@@ -317,7 +317,7 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
     for view in steps.values():
         view.waiting = _waiting(view, tools)
         await _sub_run_waits(store, view)
-    usage = (await run_usage(store.checkpointer, run_id)).total
+    usage = usage_of(events)
     run = RunView(run_id, state.header, len(events), list(steps.values()), state.final, usage)
     if check_held and not run.final:
         run.held = await is_held(store, run_id)
@@ -338,6 +338,20 @@ async def _sub_run_waits(store: Store, view: StepView) -> None:
     sub = await read_run(store, sub_run_id, check_held=False)
     if sub.state in ("approval", "uncertain"):
         view.inside, view.inside_waiting, view.inside_detail = sub_run_id, sub.state, sub.detail
+
+
+def usage_of(events: list[Step]) -> Usage:
+    """The run's total usage, as `run_usage(...).total` computes it, from events already read
+    (`run_usage` would read the journal a second time: a third of listing many runs)."""
+    total = Usage(0, 0, 0)
+    for event in events:
+        if event.phase is not Phase.COMPLETED:
+            continue
+        if isinstance(event, ModelStep) and event.response is not None:
+            total += event.response.usage
+        elif isinstance(event, DelegationStep) and event.usage is not None:
+            total += event.usage
+    return total
 
 
 def _waiting(view: StepView, tools: dict[str, Any]) -> str:

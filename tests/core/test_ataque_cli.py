@@ -751,6 +751,15 @@ def test_a_run_whose_delegation_waits_in_its_sub_run_says_where_and_is_resolved_
     resumed = drive("live")
     assert resumed.stdout == "final\n", resumed.stderr
     assert payments.read_text() == "pago\n"  # made once, recorded by the operator
+    import asyncio
+
+    from synaptum_lite import run_usage
+
+    total = asyncio.run(run_usage(SqliteCheckpointer(store), "padre")).total
+    assert total.input_tokens is not None and total.output_tokens is not None
+    padre, sub = [json.loads(line) for line in cli("runs", store, "--json").stdout.splitlines()]
+    assert padre["usage"] == {"in": total.input_tokens, "out": total.output_tokens}
+    assert padre["usage"]["in"] > sub["usage"]["in"]  # the sub-run's usage is in its parent's
     assert [row.split()[1] for row in cli("runs", store).stdout.splitlines()[1:]] == [
         "closed",
         "closed",
@@ -922,3 +931,21 @@ def test_a_message_about_a_huge_value_or_a_long_run_stays_a_few_lines(tmp_path: 
         assert done.returncode == 3, done.stderr
         assert message in done.stderr, done.stderr[:300]
         assert len(done.stderr) < 300  # before: 5,000 characters, or every one of 42 steps
+
+
+def test_the_usage_listed_is_the_total_run_usage_computes(journal: Path) -> None:
+    """`runs` adds usage up from the events it has read (`run_usage` reads them again); the
+    totals are the same (a parent's, with its sub-runs', in the delegation test)."""
+    import asyncio
+
+    from synaptum_lite import load_events, run_usage
+    from synaptum_lite.runview import usage_of
+
+    async def both(store: SqliteCheckpointer, run_id: str) -> tuple[object, object]:
+        events = await load_events(store, run_id)
+        return usage_of(events), (await run_usage(store, run_id)).total
+
+    store = SqliteCheckpointer(journal)
+    for run_id in ("cerrado", "incierto", "aprobar"):
+        mine, theirs = asyncio.run(both(store, run_id))
+        assert mine == theirs, run_id
