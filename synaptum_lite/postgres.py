@@ -34,7 +34,7 @@ from .errors import (
 )
 from .events import Record, Step
 from .journal import RunState, check_run_id, encode_events, encode_header, holding, run_state
-from .postgres_schema import SCHEMA_NAME, append, prepare, statements
+from .postgres_schema import SCHEMA_NAME, append, prepare, start_with, statements
 
 T = TypeVar("T")
 
@@ -147,6 +147,15 @@ class PostgresCheckpointer:
     async def append(self, run_id: str, events: Sequence[Step]) -> int:
         encoded = encode_events(run_id, events)
         return await self._on(run_id, lambda c: append(c, self._sql, run_id, encoded))
+
+    async def start_with(self, run_id: str, header: dict[str, Any], events: Sequence[Step]) -> int:
+        """`start`, then `append`, in one transaction: what `transfer.import_run` uses, so a
+        process killed in the middle of an import leaves the run whole or absent, never a
+        header without its events (a new run to a worker, which would pay every call and
+        repeat every effect again). Returns the run's `next_seq` afterwards."""
+        text = encode_header(check_run_id(run_id), header)
+        encoded = encode_events(run_id, events)
+        return await self._on(run_id, lambda c: start_with(c, self._sql, run_id, text, encoded))
 
     async def records(self, run_id: str) -> list[Record]:
         check_run_id(run_id)

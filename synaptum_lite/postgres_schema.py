@@ -223,6 +223,24 @@ async def append(connection: Any, sql: dict[str, str], run_id: str, encoded: lis
             (next_seq,) = await cursor.fetchone()
             if next_seq is not None:  # else no run: nothing was written
                 return int(next_seq)
+    return await _append_one_by_one(connection, sql, run_id, encoded)
+
+
+async def start_with(
+    connection: Any, sql: dict[str, str], run_id: str, header: str, encoded: list[Encoded]
+) -> int:
+    """Record a run's header (unless it has one) and append `encoded`, in one transaction: the
+    run is whole or absent. The next position."""
+    async with connection.transaction():
+        await connection.execute(sql["start"], (run_id, header))
+        return await _append_one_by_one(connection, sql, run_id, encoded)
+
+
+async def _append_one_by_one(
+    connection: Any, sql: dict[str, str], run_id: str, encoded: list[Encoded]
+) -> int:
+    """`append`'s transaction: skips each event already journaled. Inside a transaction
+    already begun, a savepoint of it."""
     # The run's row is locked for the transaction: concurrent appenders, in this process
     # or in another, take positions one after the other, never the same one twice.
     async with connection.transaction():
