@@ -192,9 +192,16 @@ async def connect(
     try:
         async with contextlib.AsyncExitStack() as stack:
             try:
-                streams = await stack.enter_async_context(
-                    stdio_client(parameters, errlog=errlog or sys.stderr)
-                )
+                try:
+                    streams = await stack.enter_async_context(
+                        stdio_client(parameters, errlog=errlog or sys.stderr)
+                    )
+                except ValueError as exc:  # the SDK's word for a spawn it refuses
+                    raise ConfigurationError(
+                        f"MCP server {prefix!r} cannot be started ({_describe(exc)}): its "
+                        f"command {_bounded(command)}, arguments {_bounded(list(args))}, env or "
+                        "cwd hold what no process can be given; nothing was started: fix them"
+                    ) from None
                 session = await stack.enter_async_context(
                     ClientSession(*streams, message_handler=unreadable.hear)
                 )

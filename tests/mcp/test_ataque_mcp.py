@@ -265,3 +265,20 @@ def test_a_tool_the_server_added_between_two_passes_is_a_configuration_change_na
     assert changed.value.changes == {"tools": ([], ["h__otra"])}
     assert "(tools: new ['h__otra'])" in str(changed.value)
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1  # the second pass called nothing
+
+
+def test_an_argument_no_process_can_be_given_is_a_configuration_error_naming_it():
+    # before: the SDK's ValueError (embedded null byte), raw
+    async def start() -> None:
+        async with connect(sys.executable, "-c", "\0", prefix="h"):
+            pass
+
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(start())
+    assert str(refused.value).startswith(
+        "MCP server 'h' cannot be started (ValueError: embedded null byte): its command "
+    )
+    assert str(refused.value).endswith(
+        ", arguments ['-c', '\\x00'], env or cwd hold what no process can be given; nothing "
+        "was started: fix them"
+    )
