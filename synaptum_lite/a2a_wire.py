@@ -12,6 +12,12 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     HTTP 5xx or 429 while waiting: asked again (its Retry-After honoured) until `max_wait`
     a task that does not end within `max_wait`                                RemoteTaskTimeout
     another task than the one asked for, or the answer to another request     RemoteProtocolError
+    a task in no A2A state, or whose message, artifacts or parts are not one  RemoteProtocolError
+    ListTasks pages that loop (read page after page, up to `MAX_LIST_PAGES`)  RemoteProtocolError
+
+A value of the server's in a message is cut to about 80 characters. A lone surrogate in an
+answer's text (JSON can escape one; no journal can keep it) becomes U+FFFD; in a task id, it is
+a RemoteProtocolError.
 
 None of them sends the message again; the module docstring of `synaptum_lite.a2a` says what a
 resumed run does instead.

@@ -15,7 +15,9 @@ stops it when the block ends. Each tool becomes a `Tool` (an `McpTool`):
   A server that lists a name twice is refused too (which one would a call reach?);
 - its JSON schema and description are the server's, and part of the agent's configuration:
   a server whose schema changed between two passes of a run makes the second pass raise
-  `ConfigurationChanged` naming the tool, before anything is called;
+  `ConfigurationChanged` naming the tool, before anything is called. An argument the schema
+  does not name is refused before the call, unless the schema lets it in (it names no
+  property, or says `additionalProperties` or `patternProperties`): then the server checks it;
 - its `risk` and `idempotent` come from the server's annotations, read with the MCP defaults
   (a tool that says nothing may destroy and is not idempotent): `readOnlyHint` is a read,
   and safe to repeat; otherwise `destructiveHint: false` is a hard write (the annotations cannot
@@ -31,13 +33,20 @@ A call, what can go wrong in it, and what the run does:
 - content that is not text (an image, audio, a resource link) is not dropped in silence: the
   result says what was left out; an embedded resource's text is part of the text;
 - the server answers with an error result (`isError`) or a JSON-RPC error: the model reads it
-  as the tool's result (`McpToolError: ...`), and the step is completed, so nothing repeats;
+  as the tool's result (`McpToolError: ...`), and the step is completed, so nothing repeats
+  (also under -32000 and -32001, the codes the SDK uses for a closed connection and a
+  timeout: only the SDK's own words are a lost answer);
 - it answers something that is not MCP: at start-up a `ConfigurationError` says where; in a
   call, that is the tool's result, read by the model (it answered: nothing repeats);
-- the server goes away (or does not answer within `call_timeout`) while a call is in flight:
-  nobody knows whether the call had its effect, so `McpServerLost` stops the run with the step
-  attempted and never completed. Run the same `run_id` again with the server back: an
-  idempotent tool runs again, a non-idempotent one raises `UncertainEffect` for a person.
+- a byte on its stdout that is not UTF-8 is read as U+FFFD; a line that is not JSON-RPC
+  (not JSON, or JSON the SDK refuses, such as a lone surrogate) is dropped by the SDK: were it
+  the answer, the call is lost, and `McpServerLost` says how many such lines came and what was
+  wrong with the last;
+- the server goes away (or does not answer within `call_timeout`, 600 s unless told) while a
+  call is in flight: nobody knows whether the call had its effect, so `McpServerLost` stops
+  the run with the step attempted and never completed. Run the same `run_id` again with the
+  server back: an idempotent tool runs again, a non-idempotent one raises `UncertainEffect`
+  for a person.
 """
 
 from __future__ import annotations
