@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import io
 import json
 import os
@@ -80,6 +81,8 @@ def say(line: str = "") -> None:
 
 
 def write(text: str) -> None:
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise OutputLost(OSError(errno.EBADF, "it is closed"))
     try:
         sys.stdout.write(text)
     except OSError as exc:  # a closed pipe, a full disk: said once, by `run`
@@ -493,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"synaptum-lite: {_INTERRUPTED}\n")
         return 130
     if code == 6:  # what stdout still buffers would fail again as the interpreter exits
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
 
@@ -501,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def run(argv: Sequence[str] | None = None) -> int:
     """`main` in the caller's event loop (where there are no processes, as in a browser)."""
     args = parser().parse_args(argv)
-    told = sys.stdout.isatty() or "COLUMNS" in os.environ  # else 80, whatever runs it
+    told = "COLUMNS" in os.environ or bool(sys.stdout and sys.stdout.isatty())  # else 80
     width = args.width or (shutil.get_terminal_size().columns if told else 80)
     secret = ""
     try:
@@ -512,6 +515,9 @@ async def run(argv: Sequence[str] | None = None) -> int:
             await check_journal(store)
         await COMMANDS[args.command](args, store, max(width, 40))
         try:
+            write(
+                ""
+            )  # stdout closed from the start is said, even by a command that printed nothing
             sys.stdout.flush()
         except OSError as exc:
             raise OutputLost(exc) from None
@@ -529,6 +535,10 @@ async def run(argv: Sequence[str] | None = None) -> int:
         return _fail(5, f"{exc}; nothing was written", secret)
     except NothingToResolve as exc:
         return _fail(4, str(exc), secret)
+    except CorruptJournal as exc:  # its remedy says to export the run, which cannot read it
+        damage = str(exc).partition("; ")[0]
+        then = "restore the journal from a backup; the other runs can still be read"
+        return _fail(1, f"{damage}; {then} (synaptum-lite runs STORE)", secret)
     except StoreUnavailable as exc:  # its remedy speaks to a program that runs an agent
         then = "run the command again once it is back (a decision is never written twice)"
         return _fail(1, f"the store {exc.location} {exc.condition} ({exc.detail}); {then}", secret)

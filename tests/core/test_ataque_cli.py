@@ -110,6 +110,27 @@ def test_stdout_that_cannot_be_written_is_said_and_a_resolve_says_its_decision_w
     assert events_of(str(journal), "incierto") == before + 1  # it was: said as it is
 
 
+def test_a_command_started_with_stdout_closed_says_so_and_what_it_wrote(journal: Path) -> None:
+    def closed(*args: str) -> subprocess.CompletedProcess[str]:
+        command = " ".join([sys.executable, "-m", "synaptum_lite", *args, ">&-"])
+        return subprocess.run(
+            ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
+
+    listed = closed("runs", str(journal))
+    assert (listed.returncode, listed.stderr) == (  # before: 1 and a traceback
+        6,
+        "synaptum-lite: stdout could not be written (it is closed)\n",
+    )
+    resolved = closed("resolve", str(journal), "incierto", "000003-tool", "--retry")
+    assert (resolved.returncode, resolved.stderr) == (
+        6,
+        "synaptum-lite: the decision (retry allowed by operator) was written, but stdout could "
+        "not be written (it is closed)\n",
+    )
+    assert "retry allowed by operator" in cli("show", str(journal), "incierto").stdout
+
+
 @tool
 def consultar(cuenta: str) -> str:
     """El saldo de una cuenta."""
@@ -207,8 +228,14 @@ def test_a_damaged_run_is_listed_as_damaged_and_every_other_run_still_is(journal
     waiting = cli("runs", str(journal), "--state", "waiting", "--json")
     assert [json.loads(line)["run"] for line in waiting.stdout.splitlines()] == ["aprobar"]
     assert waiting.returncode == 1  # a run it could not read might be waiting too: said
-    why = cli("show", str(journal), "incierto")
-    assert why.returncode == 1 and "journal record 2 cannot be decoded" in why.stderr
+    for command in ("show", "export"):
+        why = cli(command, str(journal), "incierto")
+        assert (why.returncode, why.stdout) == (1, ""), why
+        assert why.stderr.startswith("synaptum-lite: run 'incierto': journal record 2 cannot be ")
+        assert why.stderr.endswith(  # before: "... or export the run", which fails the same way
+            "; restore the journal from a backup; the other runs can still be read "
+            "(synaptum-lite runs STORE)\n"
+        )
 
 
 def independent_reading(database: Path) -> list[dict[str, object]]:
