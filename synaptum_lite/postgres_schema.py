@@ -41,11 +41,29 @@ _TABLES_OF_A_JOURNAL = (
     UNIQUE (run, step_id, phase, attempt)
 )""",
 )
-# The columns every statement below reads or writes, table by table: a journal lacking one was
-# altered by hand, and is refused before any run is read or written.
+# What the statements below rely on, table by table: each column they read or write, of its
+# type, and the unique keys that make positions atomic and a repeated event a no-op. A journal
+# lacking any of it was altered by hand, and is refused before any run is read or written.
 _COLUMNS_OF_A_JOURNAL = {
-    "runs": ("id", "run_id", "header", "next_seq", "final_seq"),
-    "events": ("run", "seq", "step_id", "phase", "attempt", "data"),
+    "runs": {
+        "id": "bigint",
+        "run_id": "text",
+        "header": "text",
+        "next_seq": "integer",
+        "final_seq": "integer",
+    },
+    "events": {
+        "run": "bigint",
+        "seq": "integer",
+        "step_id": "text",
+        "phase": "text",
+        "attempt": "integer",
+        "data": "text",
+    },
+}
+_KEYS_OF_A_JOURNAL: dict[str, list[tuple[str, ...]]] = {
+    "runs": [("run_id",)],
+    "events": [("run", "seq"), ("attempt", "phase", "run", "step_id")],
 }
 _CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
 # PostgreSQL refuses to create a schema named pg_...: those are its own
@@ -95,8 +113,9 @@ SELECT (SELECT next_seq FROM moved)""".replace("EVENTS", events)
     "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
 }
-# every table of a schema, with each of its columns (a table without columns: one row, NULL)
-_COLUMNS = """SELECT c.relname::text, a.attname::text
+# every table of a schema, with each of its columns and their types (a table without columns:
+# one row, NULLs)
+_COLUMNS = """SELECT c.relname::text, a.attname::text, pg_catalog.format_type(a.atttypid, NULL)
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
@@ -104,6 +123,14 @@ SESSION_SETTINGS = ("default_transaction_isolation", "idle_session_timeout")
 _SETTINGS_AND_LOCK = "SELECT {}, pg_catalog.pg_advisory_xact_lock(%s)".format(
     ", ".join(f"pg_catalog.current_setting('{name}', true)" for name in SESSION_SETTINGS)
 )
+# the unique keys of a schema's tables: each table's, as its columns in name order
+_KEYS = """SELECT c.relname::text, array_agg(a.attname::text ORDER BY a.attname)
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey)
+WHERE n.nspname = %s AND i.indisunique AND i.indisvalid
+    AND i.indpred IS NULL AND i.indexprs IS NULL
+GROUP BY i.indexrelid, c.relname"""
 _SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s)"
 
 
@@ -130,9 +157,9 @@ async def prepare(connection: Any, schema: str, location: str) -> dict[str, str 
         *values, _ = await cursor.fetchone()
         settings = dict(zip(SESSION_SETTINGS, values, strict=True))
         cursor = await connection.execute(_COLUMNS, (schema,))
-        columns: dict[str, set[str]] = {}
-        for table, column in await cursor.fetchall():
-            columns.setdefault(table, set()).update([column] if column is not None else [])
+        columns: dict[str, dict[str, str]] = {}
+        for table, column, kind in await cursor.fetchall():
+            columns.setdefault(table, {}).update({column: kind} if column is not None else {})
         if "meta" in columns:
             await _check_journal(connection, schema, location, columns)
             return settings
@@ -167,11 +194,11 @@ async def prepare(connection: Any, schema: str, location: str) -> dict[str, str 
 
 
 async def _check_journal(
-    connection: Any, schema: str, location: str, columns: dict[str, set[str]]
+    connection: Any, schema: str, location: str, columns: dict[str, dict[str, str]]
 ) -> None:
     """Check that a schema with a `meta` table is a journal this version reads, whole."""
     meta = columns["meta"]
-    if not {"application", "format"} <= meta:
+    if not {"application", "format"} <= meta.keys():
         raise NotAJournal(
             location,
             f"its meta table has the columns {', '.join(sorted(meta)) or '(none)'}, "
@@ -188,14 +215,34 @@ async def _check_journal(
     missing = [
         f"{table}.{column}" if table in columns else f"the table {table}"
         for table, expected in _COLUMNS_OF_A_JOURNAL.items()
-        for column in (expected if table in columns else expected[:1])
-        if column not in columns.get(table, ())
+        for column in (expected if table in columns else list(expected)[:1])
+        if column not in columns.get(table, {})
     ]
     if missing:
         raise DamagedStore(
             location,
             f"its tables were altered: it lacks {', '.join(missing)}, which this version "
             "reads and writes",
+        )
+    changed = [
+        f"{table}.{column} is {columns[table][column]}, not {kind}"
+        for table, expected in _COLUMNS_OF_A_JOURNAL.items()
+        for column, kind in expected.items()
+        if columns[table][column] != kind
+    ]
+    cursor = await connection.execute(_KEYS, (schema,))
+    keys = {(table, tuple(names)) for table, names in await cursor.fetchall()}
+    changed += [
+        f"there is no unique key on {table} ({', '.join(key)})"
+        for table, wanted in _KEYS_OF_A_JOURNAL.items()
+        for key in wanted
+        if (table, key) not in keys
+    ]
+    if changed:
+        raise DamagedStore(
+            location,
+            f"its tables were altered: {'; '.join(changed)}; this version needs them as it "
+            "made them",
         )
 
 

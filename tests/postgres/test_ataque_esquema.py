@@ -126,6 +126,20 @@ def test_a_meta_table_of_another_application_is_not_a_journal_and_is_left_alone(
         ("ALTER TABLE {schema}.events DROP COLUMN attempt", "events.attempt"),
         ("DROP TABLE {schema}.events", "the table events"),
         ("ALTER TABLE {schema}.runs RENAME COLUMN final_seq TO ultimo", "runs.final_seq"),
+        (
+            "ALTER TABLE {schema}.events ALTER COLUMN data TYPE bytea "
+            "USING convert_to(data, 'UTF8')",
+            "events.data is bytea, not text",
+        ),
+        (
+            # without it, appending an event already journaled would write it twice
+            "ALTER TABLE {schema}.events DROP CONSTRAINT events_run_step_id_phase_attempt_key",
+            "no unique key on events (attempt, phase, run, step_id)",
+        ),
+        (
+            "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_run_id_key",
+            "no unique key on runs (run_id)",
+        ),
     ],
 )
 def test_a_journal_altered_by_hand_is_named_damaged_and_left_alone(tmp_path, alteration, named):
