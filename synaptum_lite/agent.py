@@ -47,11 +47,16 @@ from .tools import TOOL_NAME, Risk, Tool
 
 @dataclass(frozen=True, slots=True)
 class TextFragment:
-    """A piece of a model step's text, yielded by `Agent.stream` as it arrives. Not journaled."""
+    """A piece of a model step's text, yielded by `Agent.stream` as it arrives. Not journaled.
+
+    `call` numbers the calls this pass makes to the model for the step, from 1: when one
+    fails mid-stream and is retried, the next fragment has a higher `call` and the text starts
+    again from its beginning (what the failed call sent is not part of the answer)."""
 
     kind = "text"
     step_id: str
     text: str
+    call: int = 1
 
 
 class Agent:
@@ -265,7 +270,9 @@ class Agent:
                                         if isinstance(item, ModelResponse):
                                             response = item
                                         else:
-                                            yield TextFragment(model_id, without_surrogates(item))
+                                            yield TextFragment(
+                                                model_id, without_surrogates(item), call_number
+                                            )
                             else:
                                 response = await session.gateway.complete(request)
                             break
