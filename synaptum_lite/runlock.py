@@ -325,19 +325,24 @@ def _flock_run(database: FilePath, offset: int, run_id: str, fcntl: Any) -> Rele
     """Where there are no open-file-description locks (macOS): `flock` on a file of the run's
     own, beside the file's real path, so relative names and symlinks reach the same one."""
     folder = os.path.realpath(database) + ".locks"
+    path = os.path.join(folder, f"{offset:x}.lock")
+    where = f"{_name(folder)}{os.sep}{_name(path)}"  # errors name the file that failed
     try:
         os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"{offset:x}.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
     except OSError as exc:
-        raise LockFailed(_name(database), run_id, cause(exc)) from None
+        raise LockFailed(_name(database), run_id, f"{_name(folder)}: {cause(exc)}") from None
+    try:
+        # read-only is enough for flock: a lock file another user made still locks
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | _CLOEXEC, 0o644)
+    except OSError as exc:
+        raise LockFailed(_name(database), run_id, f"{where}: {cause(exc)}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         if exc.errno in _BUSY:
             return None
-        raise LockFailed(_name(database), run_id, cause(exc)) from None
+        raise LockFailed(_name(database), run_id, f"{where}: {cause(exc)}") from None
     _FLOCKS.add(fd)
 
     def release() -> None:  # closing the description releases its lock

@@ -12,15 +12,21 @@ run through the shared description, so a second driver got a run that was being 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from synaptum_lite import LockFailed, SqliteCheckpointer
+
 from .agents import ANSWER
+from .conftest import run
 from .test_kill import ROOT, effects
+from .test_storage_errors import _namespace
 
 WITHOUT_OFD_LOCKS = "import fcntl; del fcntl.F_OFD_SETLK; "  # as on macOS
 
@@ -97,3 +103,73 @@ def test_a_forked_child_leaving_the_hold_it_inherited_does_not_free_its_parents_
         holder.send_signal(signal.SIGKILL)
         holder.wait()
         holder.stdout.close()
+
+
+def run_lock_file(database: Path, run_id: str) -> Path:
+    """The flock file of `run_id` (macOS), as `runlock` names it."""
+    from synaptum_lite import runlock
+
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    offset = runlock._RUN_LOCKS_FROM + (digest >> 3)
+    return Path(f"{os.path.realpath(database)}.locks") / f"{offset:x}.lock"
+
+
+def hold_once(database: Path) -> None:
+    async def scenario():
+        async with SqliteCheckpointer(database).hold("r"):
+            pass
+
+    run(scenario())
+
+
+def test_without_ofd_locks_a_lock_folder_that_is_a_file_is_named(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.delattr(fcntl, "F_OFD_SETLK")  # as on macOS
+    (tmp_path / "runs.db.locks").write_text("no soy una carpeta")
+
+    with pytest.raises(LockFailed) as error:
+        hold_once(tmp_path / "runs.db")
+    assert error.value.cause.startswith("runs.db.locks: EEXIST: ")
+
+
+def test_without_ofd_locks_a_lock_file_that_is_a_folder_is_named(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.delattr(fcntl, "F_OFD_SETLK")
+    lock_file = run_lock_file(tmp_path / "runs.db", "r")
+    lock_file.mkdir(parents=True)
+
+    with pytest.raises(LockFailed) as error:
+        hold_once(tmp_path / "runs.db")
+    assert error.value.cause.startswith(f"runs.db.locks{os.sep}{lock_file.name}: EISDIR: ")
+
+
+def test_without_ofd_locks_a_lock_file_this_process_may_only_read_still_locks(tmp_path):
+    """flock needs no right to write: a lock file another user made (here, its folder mounted
+    read-only) still gives one driver per run; it was LockFailed (EROFS)."""
+    namespace = _namespace()
+    if namespace is None:
+        pytest.skip("needs `unshare` allowed to make a mount namespace (Linux) for a bind mount")
+    database = tmp_path / "runs.db"
+    lock_file = run_lock_file(database, "r")
+    lock_file.parent.mkdir()
+    lock_file.touch()
+    code = (
+        f"{WITHOUT_OFD_LOCKS}import asyncio; from synaptum_lite import SqliteCheckpointer\n"
+        "async def main():\n"
+        f"    async with SqliteCheckpointer({str(database)!r}).hold('r'):\n"
+        "        print('held')\n"
+        "asyncio.run(main())"
+    )
+    mount = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"'
+    held = subprocess.run(
+        [*namespace, "sh", "-c", f'{mount} && exec "$2" -c "$3"', "sh"]
+        + [str(lock_file.parent), sys.executable, code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert held.returncode == 0, held.stderr
+    assert held.stdout == "held\n"
