@@ -326,6 +326,14 @@ def test_empty_blank_or_non_utf8_arguments_are_bad_usage_and_write_nothing(
         done = cli(*args)
         assert (done.returncode, done.stdout) == (2, ""), (args, done)
         assert done.stderr.startswith(f"synaptum-lite: {message}"), (args, done.stderr)
+    exclusive = {  # argparse's own words (checks: these were refused before too)
+        (): "one of the arguments --retry --approve --deny --result is required",
+        ("--retry", "--result", "hecha"): "argument --result: not allowed with argument --retry",
+        ("--approve", "--deny"): "argument --deny: not allowed with argument --approve",
+    }
+    for decisions, message in exclusive.items():
+        done = cli("resolve", store, "incierto", "000003-tool", *decisions)
+        assert (done.returncode, done.stdout) == (2, "") and message in done.stderr, done
     assert (digest(journal), events_of(store, "incierto")) == before
     assert "retry allowed by operator" not in cli("show", store, "incierto").stdout
 
@@ -552,11 +560,13 @@ def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_pa
         agent = Agent("a", model="m", instructions="Contesta.")
         checkpointer = SqliteCheckpointer(database, durability="normal")
         for number in range(count):
-            session = Session(f"run-{number:05d}", ScriptedGateway([says("ok")]), checkpointer)
+            session = Session(
+                f"{number:05d}-{'x' * 150}", ScriptedGateway([says("ok")]), checkpointer
+            )
             async for _ in agent.run("t", session=session):
                 pass
 
-    asyncio.run(closed_runs(3000))  # 150 kB of rows: more than a pipe holds (64 kB)
+    asyncio.run(closed_runs(600))  # 120 kB of rows: more than a pipe holds (64 kB)
     listing = subprocess.Popen(
         [sys.executable, "-m", "synaptum_lite", "runs", str(database)],
         cwd=ROOT,
