@@ -323,6 +323,13 @@ class PostgresCheckpointer:
                 forbidden = self._forbidden(exc, link.connection)
                 if forbidden is not None:  # so is it here
                     raise forbidden from exc
+                if getattr(exc, "sqlstate", None) == _TOO_LARGE:  # and here
+                    raise ConfigurationError(
+                        f"the journal store {self.location} cannot keep a value this large "
+                        f"(PostgreSQL: {_first_line(exc)}); nothing was written: a run id "
+                        "must fit PostgreSQL's index (about 2,700 bytes): use a shorter "
+                        "run_id, a hash of it for instance"
+                    ) from exc
                 if getattr(exc, "sqlstate", None) in _GONE:  # and here
                     # checked when this checkpointer first connected: changed since, by hand.
                     # Never created again: a run would start over and repeat its effects.
@@ -415,6 +422,7 @@ _DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the sess
 _READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
 _NO_PRIVILEGE = "42501"  # insufficient_privilege
 _GONE = ("3F000", "42P01", "42703")  # no such schema, table or column
+_TOO_LARGE = "54000"  # program_limit_exceeded: a run id longer than an index entry may be
 
 
 def _session_setup(settings: dict[str, str | None]) -> str:

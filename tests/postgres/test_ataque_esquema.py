@@ -9,7 +9,9 @@ checkpointer did not create is changed."""
 from __future__ import annotations
 
 import asyncio
+import random
 import re
+import string
 import time
 from pathlib import Path
 
@@ -103,6 +105,35 @@ def test_a_database_that_does_not_exist_says_to_check_the_url_not_to_wait():
     assert isinstance(unreachable.value, StoreUnavailable)  # what callers already catch
     assert "no_existe_esta_base" in message and "secreto" not in message
     assert "cannot be reached" in message and "database are right" in message
+
+
+def test_a_run_id_too_long_for_postgresqls_index_is_refused_as_input_before_paying(tmp_path):
+    """PostgreSQL cannot index a text over about 2,700 bytes (incompressible): such a run id
+    is a bad input, said as such, not a store that "is unavailable" to be tried again; the
+    model is never called, and the connection (and any run it holds) goes on."""
+    from tests.core.agents import TASK, cajero, double
+
+    chance = random.Random(7)
+    long_id = "".join(chance.choice(string.ascii_letters) for _ in range(3000))
+    store = PostgresCheckpointer(require_server(), schema=schema_for(tmp_path))
+    gateway = double()
+
+    async def scenario():
+        await store.start("corto", HEADER)
+        with pytest.raises(ConfigurationError) as refused:
+            await store.start(long_id, HEADER)
+        async with store.hold("corto"):
+            await store.append("corto", [model_step(0)])
+            with pytest.raises(ConfigurationError):
+                async for _ in cajero().run(TASK, session=Session(long_id, gateway, store)):
+                    pass
+            await store.append("corto", [model_step(1)])  # the held run's connection goes on
+        return refused.value, await store.load("corto")
+
+    refused, state = run(scenario())
+    assert "use a shorter run_id" in str(refused) and "runs_run_id_key" in str(refused)
+    assert gateway.model_calls == 0
+    assert state.next_seq == 2
 
 
 # ── tables that are not this journal's ───────────────────────────────────────────────────
