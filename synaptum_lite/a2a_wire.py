@@ -265,15 +265,13 @@ class Rpc:
             token = result.get("nextPageToken") or ""
             if not token:
                 break
-            if not isinstance(token, str) or token in seen or len(seen) >= MAX_LIST_PAGES:
-                problem = (
-                    f"page token {bounded(token)} came back after {len(seen)} pages"
-                    if token in seen
-                    else f"more than {MAX_LIST_PAGES} pages"
-                    if isinstance(token, str)
-                    else f"a page token that is not a string: {bounded(token)}"
-                )
-                raise self.garbled("ListTasks", "pages that loop: " + problem)
+            if not isinstance(token, str):
+                raise self.garbled("ListTasks", f"a page token that is not one: {bounded(token)}")
+            if token in seen:
+                problem = f"pages that loop: page token {bounded(token)} came back after "
+                raise self.garbled("ListTasks", problem + f"{len(seen)} pages")
+            if len(seen) >= MAX_LIST_PAGES:
+                raise self.garbled("ListTasks", f"more than {MAX_LIST_PAGES} pages of tasks")
         mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
         # one task on two pages (pages shift as tasks come and go) is still one task
         mine = list({t["id"]: t for t in mine if t.get("contextId") == context_id}.values())

@@ -169,8 +169,8 @@ async def connect(
     server's stderr (by default this process's). `call_timeout`, in seconds, bounds the wait
     for each call's answer: past it the call counts as lost (`McpServerLost`; None waits for
     ever, for a server that may hang the run); `start_timeout` the wait for the server to
-    introduce itself and list its tools. `rename` maps a server's
-    tool name to the one used after the prefix (for a name a model API would refuse).
+    introduce itself and list its tools. `rename` maps a server's tool name to the one used
+    after the prefix (for a name a model API would refuse).
 
     Raises `ConfigurationError` when the SDK is missing, the prefix is not one or a tool's
     name cannot be used, and `McpServerLost` when the server cannot be started, goes away or

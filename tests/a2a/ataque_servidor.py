@@ -26,6 +26,7 @@ Modes:
 - `habilidades-numero` — its card's skills are a number, not a list;
 - `paginas-cuelga` — like `paginas`, but the first SendMessage is never answered at all;
 - `paginas-repetida` — like `paginas`, but the last task (the client's) is on two pages;
+- `paginas-objeto` — like `paginas`, but its page token is a JSON object;
 - `paginas-bucle` — like `paginas`, but every page points to the same next page.
 """
 
@@ -175,9 +176,12 @@ class Handler(BaseHTTPRequestHandler):
                 following = page + 1 if page + 1 < len(every) else None
                 if state.mode == "paginas-bucle":
                     following = 1
+                token: Any = "" if following is None else str(following)
+                if state.mode == "paginas-objeto" and token:
+                    token = {"pagina": token}  # not a token
                 result = {
                     "tasks": every[page : page + 1],
-                    "nextPageToken": "" if following is None else str(following),
+                    "nextPageToken": token,
                     "pageSize": 1,
                     "totalSize": len(every),
                 }

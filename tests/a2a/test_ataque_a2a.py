@@ -324,3 +324,18 @@ async def test_a_task_listed_on_two_pages_is_one_task_and_the_resume_sends_nothi
         await drive(tmp_path, server)
     assert (await drive(tmp_path, server)).output == ANSWER
     assert (server.sent(), server.requests("ListTasks")) == (1, 5)
+
+
+async def test_a_page_token_that_is_not_a_string_is_a_protocol_error_naming_it(tmp_path, serve):
+    # before this check was ordered: a raw TypeError (unhashable type: 'dict')
+    server = serve("paginas-objeto")
+    with pytest.raises(RemoteUnavailable):
+        await drive(tmp_path, server)
+    with pytest.raises(RemoteProtocolError) as error:
+        await drive(tmp_path, server)
+    assert str(error.value) == (
+        f"{where(server, '000000-tool')}: ListTasks was answered with a page token that is not "
+        "one: {'pagina': '1'}; nothing was sent again: fix the server and run the same run_id "
+        "again"
+    )
+    assert server.sent() == 1
