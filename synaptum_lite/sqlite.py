@@ -67,7 +67,7 @@ class SqliteCheckpointer:
         self._path = journal_path(path)
         self.durability = durability
         # errors name the file as it was given (a symlink's own name, say)
-        self._database = _Database(self._path, os.path.basename(os.fspath(path)), durability)
+        self._database = _Database(self._path, os.path.basename(os.fsdecode(path)), durability)
         self._serialized = threading.Lock()
         # the connection ends with its store
         weakref.finalize(self, runlock.close_collected, self._database.close)
@@ -152,9 +152,9 @@ def journal_path(path: str | os.PathLike[str]) -> str:
     symlink on the way afterwards (a relative path read at each use would lock one file and
     write another once the process changes folder). An absolute path is also never read by
     SQLite as a URI. Raises `ConfigurationError` for what names no file of its own."""
-    given = os.fspath(path)
+    given = os.fsdecode(os.fspath(path))  # a bytes path, as the OS gives names, too
     problem = None
-    if not isinstance(given, str) or not given:
+    if not given:
         problem = "it names no file"
     elif given == ":memory:":
         problem = (

@@ -197,3 +197,19 @@ def test_a_name_too_long_for_the_file_system_is_a_store_error_naming_it(tmp_path
     with pytest.raises(StoreUnavailable, match="its path cannot be followed: ENAMETOOLONG: "):
         run(SqliteCheckpointer(tmp_path / name).load("r"))
     assert files_in(tmp_path) == []
+
+
+def test_a_bytes_path_names_the_same_journal_as_its_text(tmp_path):
+    async def scenario():
+        await SqliteCheckpointer(os.fsencode(tmp_path / "runs.db")).start("r", {"agent": {}})
+        async with SqliteCheckpointer(tmp_path / "runs.db").hold("r"):
+            with pytest.raises(RunBusy):
+                async with SqliteCheckpointer(os.fsencode(tmp_path / "runs.db")).hold("r"):
+                    pass
+        return await SqliteCheckpointer(tmp_path / "runs.db").load("r")
+
+    assert run(scenario()).header == {"agent": {}}
+    assert (
+        repr(SqliteCheckpointer(os.fsencode(tmp_path / "runs.db")))
+        == "SqliteCheckpointer('runs.db')"
+    )
