@@ -58,13 +58,14 @@ from .transfer import export_run, import_run
 
 EXIT_CODES = """exit codes:
   0  done
-  1  the store failed or holds something else (not a journal, unreachable, damaged)
+  1  the store failed or holds something else (not a journal, unreachable),
+     or a run in it is damaged (runs lists the others)
   2  bad usage: an unknown option, a bad URL or schema, conflicting options
   3  not found: no such file, run or step
   4  the step is not waiting for that decision (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
-  6  stdout could not be written (a full disk, say); what was written to the store stays
-     written. A reader that stops reading (`| head`) ends the command quietly with 6
+  6  stdout could not be written (a full disk; a reader that stops reading, as
+     `| head` does, ends it quietly); what was written to the store stays
   130  interrupted (Ctrl-C): a decision is written whole or not at all
 
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
@@ -437,8 +438,12 @@ def parser() -> argparse.ArgumentParser:
         return sub
 
     runs = command("runs", "every run, with its state and usage")
+    states = (*STATES, "waiting", "damaged")
     runs.add_argument(
-        "--state", choices=(*STATES, "waiting", "damaged"), help="only runs in this state"
+        "--state",
+        choices=states,
+        metavar="STATE",
+        help=f"only runs in this state: {', '.join(states)} (waiting: approval or uncertain)",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
     show = command("show", "a run's timeline: steps, phases, calls, decisions")

@@ -986,3 +986,17 @@ def test_the_usage_listed_is_the_total_run_usage_computes(journal: Path) -> None
     for run_id in ("cerrado", "incierto", "aprobar"):
         mine, theirs = asyncio.run(both(store, run_id))
         assert mine == theirs, run_id
+
+
+def test_every_help_fits_80_columns_and_names_every_exit_code() -> None:
+    for command in ((), ("runs",), ("show",), ("resolve",), ("export",), ("import",)):
+        shown = subprocess.run(
+            [sys.executable, "-m", "synaptum_lite", *command, "--help"],
+            cwd=ROOT,
+            env=os.environ | {"COLUMNS": "80"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+        assert [line for line in shown.splitlines() if len(line) > 80] == [], command
+        assert all(f"\n  {code}  " in shown for code in (0, 1, 2, 3, 4, 5, 6, 130)), command
