@@ -377,6 +377,17 @@ class Rpc:
             busy = _Busy(**self._where(method), problem=f"{method} answered HTTP {status}")
             busy.retry_after = _retry_after(headers.get("retry-after"))
             raise busy
+        if status in (401, 403):
+            raise RemoteProtocolError(
+                **{
+                    **self._where(method),
+                    "then": "; the message did not get in: give a user:password in the URL, "
+                    "or use a server that needs no more, then run the same run_id again",
+                },
+                problem=f"{method} answered HTTP {status}: the server wants credentials (what its "
+                "card's securitySchemes say) that this client does not send, beyond a "
+                "user:password in the URL",
+            )
         if 300 <= status < 400:
             raise self.garbled(
                 method,

@@ -27,6 +27,7 @@ Modes:
 - `paginas-cuelga` — like `paginas`, but the first SendMessage is never answered at all;
 - `paginas-repetida` — like `paginas`, but the last task (the client's) is on two pages;
 - `paginas-objeto` — like `paginas`, but its page token is a JSON object;
+- `credenciales` — every JSON-RPC request without an Authorization header answers 401;
 - `paginas-bucle` — like `paginas`, but every page points to the same next page.
 """
 
@@ -127,6 +128,12 @@ class Handler(BaseHTTPRequestHandler):
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         ident, method, params = request["id"], request["method"], request.get("params") or {}
         state, hang = self.state, False
+        if state.mode == "credenciales" and "Authorization" not in self.headers:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Bearer realm="a2a"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         with state.lock:
             state.authorized += "Authorization" in self.headers
             state.requests[method] = times = state.requests.get(method, 0) + 1

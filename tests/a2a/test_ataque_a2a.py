@@ -339,3 +339,20 @@ async def test_a_page_token_that_is_not_a_string_is_a_protocol_error_naming_it(t
         "again"
     )
     assert server.sent() == 1
+
+
+async def test_a_server_that_wants_credentials_says_so_and_never_received_the_message(
+    tmp_path, serve
+):
+    # before: «HTTP 401 with a body that is not JSON-RPC: ''»
+    server = serve("credenciales")
+    for _pass in range(2):
+        with pytest.raises(RemoteProtocolError) as error:
+            await drive(tmp_path, server)
+    assert str(error.value) == (
+        f"{where(server, '000000-tool')}: ListTasks answered HTTP 401: the server wants "
+        "credentials (what its card's securitySchemes say) that this client does not send, "
+        "beyond a user:password in the URL; the message did not get in: give a user:password "
+        "in the URL, or use a server that needs no more, then run the same run_id again"
+    )
+    assert server.sent() == 0
