@@ -38,7 +38,7 @@ def main(argv: list[str]) -> None:
     if "--flock" in argv:
         import fcntl
 
-        del fcntl.F_OFD_SETLK
+        vars(fcntl).pop("F_OFD_SETLK", None)  # as on macOS, which has none
     database, run_id = (a for a in argv if not a.startswith("--"))
     if asyncio.run(hold_and_fork(database, run_id, "--leave" in argv)):
         os._exit(0)
