@@ -8,6 +8,7 @@ and `statements` are the rest, one query each.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from typing import Any
 
@@ -65,7 +66,6 @@ _KEYS_OF_A_JOURNAL: dict[str, list[tuple[str, ...]]] = {
     "runs": [("run_id",)],
     "events": [("run", "seq"), ("attempt", "phase", "run", "step_id")],
 }
-_CREATING = 0x53594E4C  # "SYNL": the transaction-scoped lock under which a schema is created
 # PostgreSQL refuses to create a schema named pg_...: those are its own
 SCHEMA_NAME = re.compile(r"(?!pg_)[a-z_][a-z0-9_]{0,62}")
 
@@ -134,6 +134,14 @@ GROUP BY i.indexrelid, c.relname"""
 _SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s)"
 
 
+def _creating(schema: str) -> int:
+    """The transaction-scoped advisory lock under which `schema` is checked or created, one
+    creator at a time: 64 bits of a hash, as a run's lock (other applications lock small
+    numbers, their rows' ids, and must not hold up a journal, nor one schema another)."""
+    digest = hashlib.sha256(f"{APPLICATION}\0creating\0{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 def statements(schema: str) -> dict[str, str]:
     """Every statement by name, for the tables of `schema` (a name `SCHEMA_NAME` accepts)."""
     return {name: text.format(schema=f'"{schema}"') for name, text in _STATEMENTS.items()}
@@ -153,7 +161,7 @@ async def prepare(connection: Any, schema: str, location: str) -> dict[str, str 
     from psycopg.errors import InsufficientPrivilege  # psycopg is there: a connection is
 
     async with connection.transaction():
-        cursor = await connection.execute(_SETTINGS_AND_LOCK, (_CREATING,))  # one creator
+        cursor = await connection.execute(_SETTINGS_AND_LOCK, (_creating(schema),))
         *values, _ = await cursor.fetchone()
         settings = dict(zip(SESSION_SETTINGS, values, strict=True))
         cursor = await connection.execute(_COLUMNS, (schema,))

@@ -336,6 +336,18 @@ def test_a_lock_function_of_the_same_name_earlier_on_the_search_path_is_not_the_
     run(scenario())
 
 
+def test_another_applications_advisory_lock_does_not_hold_up_the_journal(tmp_path):
+    """Applications lock rows by their ids with the same advisory locks (`pg_advisory_lock(id)`).
+    One holds the lock of its row 1398361676 for as long as it likes; a checkpointer opening
+    its journal must not wait for it (here it would give up after 2 s: lock_timeout)."""
+    schema = schema_for(tmp_path)
+    url = with_options(require_server(), "-c lock_timeout=2000")
+    with admin() as other_application:
+        other_application.execute("SELECT pg_advisory_lock(1398361676)")
+        state = run(PostgresCheckpointer(url, schema=schema).load("r"))
+    assert state.next_seq == 0
+
+
 # ── isolation levels ─────────────────────────────────────────────────────────────────────
 
 
