@@ -3,7 +3,7 @@
 The store uses five names: `enter_file` (this process's counted handle on a file), `lock_run`
 (hold a run of that file, or None when another driver holds it), `leave_file`,
 `refuse_odd_files`, and `close_collected` (a finalizer's close that must not wait for this
-module's lock).
+module's lock). The operator's command line asks `held` (is a run held now, without taking it).
 
 A run's lock is taken on the journal file, not on a file beside it: every name of the file
 (relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
@@ -255,8 +255,7 @@ def lock_run(database: FilePath, locked: LockedFile, run_id: str) -> Release | N
     holds the run (elsewhere readers of a run take turns). Raises `LockFailed` when locking
     fails for another reason (the file system has no locks, say), and `ConfigurationError`
     where the platform has no file locks this module knows."""
-    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
-    offset = _RUN_LOCKS_FROM + (digest >> 3)
+    offset = _run_offset(run_id)
     kind = _lock_kind()
     fcntl = _posix_locks() if kind == "posix" else None
     with _FILES_LOCK:
@@ -288,6 +287,34 @@ def lock_run(database: FilePath, locked: LockedFile, run_id: str) -> Release | N
 
 def _nothing_to_release() -> None:
     pass
+
+
+def _run_offset(run_id: str) -> int:
+    """The byte of the journal file whose lock is `run_id`'s."""
+    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
+    return _RUN_LOCKS_FROM + (digest >> 3)
+
+
+def held(database: FilePath, run_id: str) -> bool | None:
+    """Whether a driver (of this process or another) holds `run_id` of the file now, asked
+    without taking the lock; None where the lock cannot be asked about without taking it
+    (macOS's flock, Windows, Pyodide and WASI)."""
+    if _lock_kind() != "posix":
+        return None
+    fcntl = _posix_locks()
+    if getattr(fcntl, "F_OFD_GETLK", None) is None:
+        return None
+    offset = _run_offset(run_id)
+    locked = enter_file(database, run_id)
+    try:
+        with _FILES_LOCK:
+            if offset in locked.held:
+                return True  # a driver of this process
+            asked = _OFD_LOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, offset, 1, 0)
+            answer = fcntl.fcntl(locked.fd, fcntl.F_OFD_GETLK, asked)
+        return bool(_OFD_LOCK.unpack(answer)[0] != fcntl.F_UNLCK)
+    finally:
+        leave_file(locked)
 
 
 def _posix_locks() -> Any:

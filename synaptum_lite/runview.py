@@ -6,11 +6,9 @@ command line (`cli.py`) does. Built on the package's public API only.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import sqlite3
-import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,27 +218,11 @@ async def is_held(store: Store, run_id: str) -> bool:
 
 
 def _file_says_held(path: str, run_id: str) -> bool | None:
-    """Whether another driver holds the run's byte of the journal (see runlock.py), or None
-    where open-file-description locks cannot be asked."""
+    """Whether another driver holds the run's byte of the journal, or None where the lock
+    cannot be asked about without taking it (`runlock.held`)."""
     from . import runlock
 
-    try:
-        import fcntl
-    except ImportError:
-        return None
-    if sys.platform in ("emscripten", "wasi") or not hasattr(fcntl, "F_OFD_GETLK"):
-        return None
-    digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
-    offset = runlock._RUN_LOCKS_FROM + (digest >> 3)  # the byte `runlock.lock_run` locks
-    locked = runlock.enter_file(path, run_id)  # this process's descriptor: see runlock.py
-    try:
-        if offset in locked.held:
-            return True  # a driver of this process
-        asked = runlock._OFD_LOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, offset, 1, 0)
-        answer = fcntl.fcntl(locked.fd, fcntl.F_OFD_GETLK, asked)
-        return bool(runlock._OFD_LOCK.unpack(answer)[0] != fcntl.F_UNLCK)
-    finally:
-        runlock.leave_file(locked)
+    return runlock.held(path, run_id)
 
 
 async def _advisory_locks(store: Store) -> set[int]:
