@@ -257,6 +257,7 @@ class Agent:
                     )
                     await journal.write(attempted)  # on disk before anyone hears of it
                     yield attempted
+                    await journal.confirm_hold()  # still ours after the consumer's pause
                     request = ModelRequest(self.model, tuple(context.messages), self._specs)
                     response: ModelResponse | None = None
                     for call_number in range(1, session.retry.max_attempts + 1):
@@ -376,6 +377,10 @@ class Agent:
                                 if target is not None and not target.idempotent:
                                     await run.record_not_started(attempted_call)
                                 raise
+                            if target is not None and not target.idempotent:
+                                # the consumer may have paused for long: if the run was taken
+                                # meanwhile, its new driver may have done this already
+                                await journal.confirm_hold()
                             outcome = await run.perform(call, target, attempted_call)
                             await journal.write(outcome)
                     yield outcome

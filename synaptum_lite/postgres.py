@@ -170,6 +170,13 @@ class PostgresCheckpointer:
         check_run_id(run_id)
         return holding(self._store, self.location, run_id, lambda: self._try_hold(run_id))
 
+    async def confirm_hold(self, run_id: str) -> None:
+        """Raise `StoreUnavailable` unless the session holding `run_id`'s lock is still there:
+        one round trip over it. The server may end a session (a restart, an administrator, a
+        timeout) without its client knowing until it next speaks; the loop asks before an
+        effect that must not happen twice, and before paying for a model call."""
+        await self._on(run_id, lambda c: c.execute("SELECT 1"))
+
     async def close(self) -> None:
         """Close the connections of runs not held (a later call reopens them)."""
         links, self._idle = [*self._shared.values(), *self._idle], []

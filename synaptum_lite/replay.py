@@ -160,6 +160,15 @@ class Journal:
         """Append events in one commit. The loop yields an event only after writing it."""
         await self.checkpointer.append(self.run_id, events)
 
+    async def confirm_hold(self) -> None:
+        """Make sure the run is still held, where a store can lose a hold without its holder
+        knowing (PostgreSQL: the server ended the lock's session while the consumer held the
+        last event). Raises `StoreUnavailable` then; a store whose hold cannot be lost while
+        its process lives (SQLite, memory) has nothing to ask."""
+        confirm = getattr(self.checkpointer, "confirm_hold", None)
+        if confirm is not None:
+            await confirm(self.run_id)
+
     # ── the checks of a resume: the journal's step must be the step the loop makes now ──────
 
     def check_same_request(

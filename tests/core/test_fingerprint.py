@@ -110,8 +110,7 @@ def test_a_one_character_change_anywhere_changes_the_fingerprint():
     changed = [
         request.messages[:3] + (Message(Role.TOOL, "resultadO", tool_call_id="c1"),),
         request.messages[:3] + (Message(Role.TOOL, "resultado", tool_call_id="c2"),),
-        request.messages[:3]
-        + (Message(Role.TOOL, "resultado", tool_call_id="c1", is_error=True),),
+        request.messages[:3] + (Message(Role.TOOL, "resultado", tool_call_id="c1", is_error=True),),
         request.messages[:2]
         + (Message(Role.ASSISTANT, None, tool_calls=(ToolCall("c1", "leer", {"n": 2}),)),)
         + request.messages[3:],

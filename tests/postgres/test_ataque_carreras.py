@@ -222,14 +222,6 @@ def test_a_driver_whose_connection_ends_inside_a_write_leaves_nothing_half_writt
     assert counted(effects) == ONCE_EACH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "agent.py runs a non-idempotent tool right after its attempted event is yielded, "
-        "without checking that the run is still held: a driver that lost its lock while its "
-        "consumer held that event performs the effect after the new owner did"
-    ),
-)
 def test_a_driver_that_lost_its_lock_while_its_consumer_held_the_write_ahead_record_does_not_act(
     tmp_path, effects
 ):
