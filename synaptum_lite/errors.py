@@ -321,6 +321,12 @@ class NothingToResolve(SynaptumError):
         )
 
 
+def _shown(value: Any, limit: int = 200) -> str:
+    """`value`'s repr, cut to `limit` characters, saying how long it was."""
+    shown = repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(shown)} characters in all)"
+
+
 class McpServerLost(SynaptumError):
     """An MCP server (`synaptum_lite.mcp`) went away, or did not answer, with a call in flight,
     or before it finished starting.
@@ -354,7 +360,8 @@ class McpServerLost(SynaptumError):
             return
         super().__init__(
             f"MCP server {server!r} was lost during the call to tool {tool!r} (run {run_id!r}, "
-            f"step {step_id}) with arguments {arguments!r} ({detail}); whether the call had its "
+            f"step {step_id}) with arguments {_shown(arguments)} ({detail}); whether the call "
+            "had its "
             "effect is unknown, so nothing was retried and the step stays attempted. Start the "
             "server again and run the same run_id: an idempotent tool runs again, a "
             "non-idempotent one raises UncertainEffect for a person to resolve"

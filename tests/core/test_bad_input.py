@@ -411,3 +411,12 @@ def test_tool_arguments_nobody_can_read_are_told_to_the_model_briefly_and_the_ru
     assert steps[-1].text == "no pude"  # the run ends; a resume returns it without raising
     again = ScriptedGateway([])
     assert run(_consume(agent.run("t", session=Session("r", again, store))))[-1].text == "no pude"
+
+
+def test_a_lost_mcp_call_names_its_arguments_briefly():
+    from synaptum_lite import McpServerLost
+
+    huge = {"texto": "x" * 1_000_000}
+    lost = McpServerLost("s", "EOF", tool="t", arguments=huge, run_id="r", step_id="000001-tool")
+    assert len(str(lost)) < 1_000 and "characters in all" in str(lost)
+    assert lost.arguments is huge  # the whole value stays on the exception
