@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,15 +33,9 @@ from synaptum_lite import (
 from synaptum_lite.mcp import McpServerLost, connect
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
+from .efectos import count, records
+
 SERVER = Path(__file__).with_name("ataque_servidor.py")
-
-
-def records(effects: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in effects.read_text("utf-8").splitlines()]
-
-
-def count(effects: Path, what: str) -> int:
-    return sum(entry["que"] == what for entry in records(effects))
 
 
 async def run(tmp: Path, run_id: str, *modes: str, **options: Any) -> list[Any]:

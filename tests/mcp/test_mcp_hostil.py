@@ -5,7 +5,6 @@ own record of its effects shows nothing done twice."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,9 @@ from synaptum_lite import (
 from synaptum_lite.mcp import IDEMPOTENCY_KEY, McpServerLost, connect
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
+from .efectos import count, records
+
 HOSTIL = Path(__file__).with_name("hostil.py")
-
-
-def records(effects: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in effects.read_text("utf-8").splitlines()]
-
-
-def count(effects: Path, what: str) -> int:
-    return sum(entry["que"] == what for entry in records(effects))
 
 
 async def run(tmp: Path, run_id: str, tool: str, *modes: str, **options: Any) -> list[Any]:
