@@ -1,5 +1,7 @@
 """The PostgreSQL checkpointer: one database for many workers on many machines. It owns the
-connections and the run locks; the tables and statements it runs are in `postgres_schema.py`.
+connections and the run locks; the tables and statements it runs are in `postgres_schema.py`;
+the URL shown without its password, a connection, and what psycopg's errors mean for the
+journal are in `postgres_connection.py`.
 
 Needs the `postgres` extra (`pip install 'synaptum-lite[postgres]'`), which brings psycopg 3;
 importing this module does not import psycopg, so `import synaptum_lite` stays standard
@@ -18,46 +20,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import (
-    ConfigurationError,
-    DamagedStore,
-    StoreForbidden,
-    StoreFull,
-    StoreUnavailable,
-    StoreUnreachable,
-)
+from .errors import ConfigurationError, StoreUnavailable, StoreUnreachable
 from .events import Record, Step
 from .journal import RunState, check_run_id, encode_events, encode_header, holding, run_state
+from .postgres_connection import (
+    Link,
+    abandon_all,
+    close_link,
+    first_line,
+    forbidden,
+    hide_password,
+    import_psycopg,
+    lost,
+    refusal,
+    session_setup,
+    unavailable,
+    without_password,
+)
 from .postgres_schema import SCHEMA_NAME, append, prepare, start_with, statements
 
 T = TypeVar("T")
 
 _IDLE_LOCK_CONNECTIONS = 4  # kept open after a run is released, for the next hold
-
-
-@dataclass(slots=True, eq=False)
-class _Link:
-    """A connection, the event loop it belongs to, and the lock that keeps one operation on it
-    at a time (a transaction must not interleave with another)."""
-
-    connection: Any  # psycopg.AsyncConnection
-    loop: asyncio.AbstractEventLoop
-    lock: asyncio.Lock
-
-    def usable(self) -> bool:
-        return self.loop is asyncio.get_running_loop() and not self.connection.closed
-
-    def abandon(self) -> None:
-        """Close the socket without a round trip (the server then ends the session and drops
-        its locks). Works from any loop, or none."""
-        with contextlib.suppress(Exception):
-            self.connection.pgconn.finish()
 
 
 class PostgresCheckpointer:
@@ -79,12 +67,12 @@ class PostgresCheckpointer:
     def __init__(
         self, url: str, *, schema: str = "synaptum_lite", connect_timeout: int = 10
     ) -> None:
-        psycopg = _import_psycopg()
+        psycopg = import_psycopg()
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise ConfigurationError(
                 "PostgresCheckpointer needs a URL like "
                 "postgresql://user:password@host:5432/dbname, "
-                f"got {url if not isinstance(url, str) else _without_password(url, psycopg)!r}"
+                f"got {url if not isinstance(url, str) else without_password(url, psycopg)!r}"
             )
         if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
             raise ConfigurationError(
@@ -99,14 +87,14 @@ class PostgresCheckpointer:
             params = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
             raise ConfigurationError(
-                f"cannot read the PostgreSQL URL {_without_password(url, psycopg)}: "
-                f"{_hide_password(url, _first_line(exc))}; write it as "
+                f"cannot read the PostgreSQL URL {without_password(url, psycopg)}: "
+                f"{hide_password(url, first_line(exc))}; write it as "
                 "postgresql://user:password@host:5432/dbname, with any of its parts that "
                 "holds @, :, /, ? or % percent-encoded"
             ) from None
         self.url = url
         self.schema = schema
-        self.location = f"{_without_password(url, psycopg)} (schema {schema})"
+        self.location = f"{without_password(url, psycopg)} (schema {schema})"
         self._psycopg = psycopg
         self._options = {
             "autocommit": True,
@@ -120,12 +108,12 @@ class PostgresCheckpointer:
         self._sql = statements(schema)
         self._prepared = False
         self._setup = ""  # what each new connection must set first, as `prepare` found out
-        self._shared: dict[asyncio.AbstractEventLoop, _Link] = {}  # one per event loop
-        self._idle: list[_Link] = []
-        self._held: dict[str, _Link] = {}
+        self._shared: dict[asyncio.AbstractEventLoop, Link] = {}  # one per event loop
+        self._idle: list[Link] = []
+        self._held: dict[str, Link] = {}
         # every open connection; an unclosed checkpointer ends their sessions when collected
-        self._links: set[_Link] = set()
-        weakref.finalize(self, _abandon_all, self._links)
+        self._links: set[Link] = set()
+        weakref.finalize(self, abandon_all, self._links)
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self.location})"
@@ -183,7 +171,7 @@ class PostgresCheckpointer:
         self._shared = {}
         for link in links:
             self._links.discard(link)
-            await _close(link)
+            await close_link(link)
 
     # ── the lock ──────────────────────────────────────────────────────────────────────────
 
@@ -203,22 +191,22 @@ class PostgresCheckpointer:
                 return None
             del self._held[run_id]  # held in an event loop closed without letting go
             self._drop(held)
-        lock_key = _lock_key(self.schema, run_id)
-        link = await self._try_lock(lock_key)
+        key = lock_key(self.schema, run_id)
+        link = await self._try_lock(key)
         if link is None:
             return None
         self._held[run_id] = link
 
         async def release() -> None:
             try:
-                await self._unlock(link, lock_key)
+                await self._unlock(link, key)
             finally:
                 if self._held.get(run_id) is link:
                     del self._held[run_id]
 
         return release
 
-    async def _try_lock(self, lock_key: int) -> _Link | None:
+    async def _try_lock(self, key: int) -> Link | None:
         """A connection holding the run's advisory lock, or None when another session holds it.
 
         A connection kept idle may have died meanwhile (the server restarted): then one more
@@ -226,31 +214,31 @@ class PostgresCheckpointer:
         link = self._take_idle()
         if link is not None:
             try:
-                return await self._lock_on(link, lock_key)
+                return await self._lock_on(link, key)
             except StoreUnavailable:
                 pass
-        return await self._lock_on(await self._connect(), lock_key)
+        return await self._lock_on(await self._connect(), key)
 
-    async def _lock_on(self, link: _Link, lock_key: int) -> _Link | None:
+    async def _lock_on(self, link: Link, key: int) -> Link | None:
         try:
-            cursor = await link.connection.execute(self._sql["try_lock"], (lock_key,))
+            cursor = await link.connection.execute(self._sql["try_lock"], (key,))
             (locked,) = await cursor.fetchone()
         except BaseException as exc:
             self._drop(link)
-            if self._lost(exc):
-                raise self._unavailable(exc) from exc
+            if lost(exc, self._psycopg):
+                raise unavailable(self.location, exc) from exc
             raise
         if not locked:
             self._keep_idle(link)
         return link if locked else None
 
-    async def _unlock(self, link: _Link, lock_key: int) -> None:
+    async def _unlock(self, link: Link, key: int) -> None:
         try:
-            cursor = await link.connection.execute(self._sql["unlock"], (lock_key,))
+            cursor = await link.connection.execute(self._sql["unlock"], (key,))
             (unlocked,) = await cursor.fetchone()
         except BaseException as exc:
             self._drop(link)  # the session ends, and its lock with it
-            if self._lost(exc):
+            if lost(exc, self._psycopg):
                 return  # the connection was lost: the server already dropped the lock
             raise
         if unlocked:
@@ -258,11 +246,11 @@ class PostgresCheckpointer:
         else:  # never expected; a session whose locks we cannot account for is not reused
             self._drop(link)
 
-    def _drop(self, link: _Link) -> None:
+    def _drop(self, link: Link) -> None:
         self._links.discard(link)
         link.abandon()
 
-    def _take_idle(self) -> _Link | None:
+    def _take_idle(self) -> Link | None:
         while self._idle:
             link = self._idle.pop()
             if link.usable():
@@ -270,7 +258,7 @@ class PostgresCheckpointer:
             self._drop(link)
         return None
 
-    def _keep_idle(self, link: _Link) -> None:
+    def _keep_idle(self, link: Link) -> None:
         if len(self._idle) < _IDLE_LOCK_CONNECTIONS and link.usable():
             self._idle.append(link)
         else:
@@ -304,7 +292,7 @@ class PostgresCheckpointer:
                 raise
         return await self._run(await self._shared_link(), work)
 
-    async def _shared_link(self) -> _Link:
+    async def _shared_link(self) -> Link:
         """This event loop's shared connection. Each loop has its own: a connection belongs to
         the loop that made it, and threads with loops of their own may share a checkpointer."""
         loop = asyncio.get_running_loop()
@@ -320,47 +308,28 @@ class PostgresCheckpointer:
                 self._keep_idle(link)
         return self._shared[loop]
 
-    async def _run(self, link: _Link, work: Callable[[Any], Awaitable[T]]) -> T:
+    async def _run(self, link: Link, work: Callable[[Any], Awaitable[T]]) -> T:
         async with link.lock:
             try:
                 return await work(link.connection)
             except self._psycopg.Error as exc:
-                if getattr(exc, "sqlstate", None) == _DISK_FULL:  # the session is still fine
-                    raise StoreFull(self.location, f"PostgreSQL: {_first_line(exc)}") from exc
-                forbidden = self._forbidden(exc, link.connection)
-                if forbidden is not None:  # so is it here
-                    raise forbidden from exc
-                if getattr(exc, "sqlstate", None) == _TOO_LARGE:  # and here
-                    raise ConfigurationError(
-                        f"the journal store {self.location} cannot keep a value this large "
-                        f"(PostgreSQL: {_first_line(exc)}); nothing was written: a run id "
-                        "must fit PostgreSQL's index (about 2,700 bytes): use a shorter "
-                        "run_id, a hash of it for instance"
-                    ) from exc
-                if getattr(exc, "sqlstate", None) in _GONE:  # and here
-                    # checked when this checkpointer first connected: changed since, by hand.
-                    # Never created again: a run would start over and repeat its effects.
-                    raise DamagedStore(
-                        self.location,
-                        f"its tables were dropped or altered while in use: PostgreSQL: "
-                        f"{_first_line(exc)}",
-                    ) from exc
-                if not self._lost(exc):
+                refused = refusal(exc, link.connection, self.location, self.schema)
+                if refused is not None:  # the session is still fine
+                    raise refused from exc
+                if not lost(exc, self._psycopg):
                     raise
                 self._drop(link)
-                raise self._unavailable(exc) from exc
+                raise unavailable(self.location, exc) from exc
             except (asyncio.CancelledError, KeyboardInterrupt):
                 self._drop(link)  # stopped mid-statement: the session's state is unknown
                 raise
 
-    async def _connect(self) -> _Link:
+    async def _connect(self) -> Link:
         try:
             connection = await self._psycopg.AsyncConnection.connect(self.url, **self._options)
         except self._psycopg.Error as exc:
-            raise StoreUnreachable(
-                self.location, _hide_password(self.url, _first_line(exc))
-            ) from exc
-        link = _Link(connection, asyncio.get_running_loop(), asyncio.Lock())
+            raise StoreUnreachable(self.location, hide_password(self.url, first_line(exc))) from exc
+        link = Link(connection, asyncio.get_running_loop(), asyncio.Lock())
         self._links.add(link)
         try:
             # The journal's statements are written for read committed: each sees what others
@@ -374,49 +343,19 @@ class PostgresCheckpointer:
             await connection.set_isolation_level(self._psycopg.IsolationLevel.READ_COMMITTED)
             if not self._prepared:
                 settings = await prepare(connection, self.schema, self.location)
-                self._setup = _session_setup(settings)
+                self._setup = session_setup(settings)
                 self._prepared = True
             if self._setup:
                 await connection.execute(self._setup)
         except BaseException as exc:
             self._drop(link)
-            if self._lost(exc):
-                raise self._unavailable(exc) from exc
-            forbidden = self._forbidden(exc, connection)
-            if forbidden is not None:
-                raise forbidden from exc
+            if lost(exc, self._psycopg):
+                raise unavailable(self.location, exc) from exc
+            refused = forbidden(exc, connection, self.location, self.schema)
+            if refused is not None:
+                raise refused from exc
             raise
         return link
-
-    def _forbidden(self, exc: BaseException, connection: Any) -> StoreForbidden | None:
-        """What to say when the server refused a statement for good: the user lacks a
-        privilege, or the server accepts no writes. None for any other error."""
-        state = getattr(exc, "sqlstate", None)
-        if state == _READ_ONLY:
-            return StoreForbidden(
-                self.location,
-                f"PostgreSQL: {_first_line(exc)}",
-                "the server accepts no writes (a standby, or sessions that default to "
-                "read-only transactions): point the URL at the primary server, or let the "
-                "user write",
-            )
-        if state == _NO_PRIVILEGE:
-            user = connection.info.user
-            return StoreForbidden(
-                self.location,
-                f"PostgreSQL: {_first_line(exc)}",
-                f"grant the user {user} USAGE on schema {self.schema} and SELECT, INSERT and "
-                f"UPDATE on the tables of schema {self.schema}, or connect as the user that "
-                "created the journal",
-            )
-        return None
-
-    def _lost(self, exc: BaseException) -> bool:
-        """Whether `exc` means the connection is gone (as opposed to a mistake in a query)."""
-        return isinstance(exc, self._psycopg.OperationalError | self._psycopg.InterfaceError)
-
-    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        return StoreUnavailable(self.location, f"{type(exc).__name__}: {_first_line(exc)}")
 
     # ── statements ────────────────────────────────────────────────────────────────────────
 
@@ -425,92 +364,10 @@ class PostgresCheckpointer:
         return await cursor.fetchone()
 
 
-_DISK_FULL = "53100"  # SQLSTATE disk_full: the server could not write, the session goes on
-_READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
-_NO_PRIVILEGE = "42501"  # insufficient_privilege
-_GONE = ("3F000", "42P01", "42703")  # no such schema, table or column
-_TOO_LARGE = "54000"  # program_limit_exceeded: a run id longer than an index entry may be
-
-
-def _session_setup(settings: dict[str, str | None]) -> str:
-    """The statements that make a session of this server what the journal needs, from the
-    settings `prepare` read (`""` when it already is).
-
-    Its transactions read committed data (see `_connect`). And its sessions are never ended
-    for idling (`idle_session_timeout`, PostgreSQL 14+: None before): a run's lock is its
-    connection's session, idle while the model thinks or a tool runs, and a server that
-    reaped it would stop every run whose model takes longer, at each resume again."""
-    setup = []
-    if settings["default_transaction_isolation"] != "read committed":
-        setup.append("SET default_transaction_isolation TO 'read committed'")
-    if settings["idle_session_timeout"] not in (None, "0"):
-        setup.append("SET idle_session_timeout TO 0")
-    return "; ".join(setup)
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def _lock_key(schema: str, run_id: str) -> int:
-    """The advisory lock of a run: 64 bits of a hash of its schema and id. Two runs sharing a
-    key (odds of 2**-64) would only be told "busy" while the other runs."""
+def lock_key(schema: str, run_id: str) -> int:
+    """The advisory lock of a run: 64 bits of a hash of its schema and id (runview.py looks for
+    it in `pg_locks`). Two runs sharing a key (odds of 2**-64) would only be told "busy" while
+    the other runs."""
     return int.from_bytes(
         hashlib.sha256(f"{schema}\0{run_id}".encode()).digest()[:8], "big", signed=True
     )
-
-
-async def _close(link: _Link) -> None:
-    if link.usable():
-        with contextlib.suppress(Exception):
-            await link.connection.close()
-            return
-    link.abandon()
-
-
-def _abandon_all(links: set[_Link]) -> None:
-    for link in links:
-        link.abandon()
-
-
-def _without_password(url: str, psycopg: Any) -> str:
-    """The URL as it may be shown: user, host, port and database, never the password."""
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return _redacted(url)
-    user = f"{params['user']}@" if params.get("user") else ""
-    port = f":{params['port']}" if params.get("port") else ""
-    return f"postgresql://{user}{params.get('host', '')}{port}/{params.get('dbname', '')}"
-
-
-def _redacted(url: str) -> str:
-    """`url` as written, without what may hold a password: the user part, and the value of a
-    `password=` parameter."""
-    return re.sub(r"([?&]password=)[^&#]*", r"\1…", re.sub(r"//[^@/?#]*@", "//…@", url))
-
-
-def _hide_password(url: str, text: str) -> str:
-    """`text` (a message of libpq's about `url`) without the URL's password, or the URL whole.
-
-    libpq quotes what it could not read: the whole URL, or the part at fault, which may be
-    the password itself (after the user, or in a `password=` parameter)."""
-    text = text.replace(url, _redacted(url))
-    userinfo = re.match(r"[a-z]+://([^@/?#]*)@", url)
-    secrets = [userinfo.group(1).partition(":")[2]] if userinfo else []
-    secrets += re.findall(r"[?&]password=([^&#]*)", url)
-    for secret in sorted(filter(None, secrets), key=len, reverse=True):
-        text = text.replace(secret, "…")
-    return text
-
-
-def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg.conninfo
-    except ImportError:
-        raise ConfigurationError(
-            "PostgresCheckpointer needs psycopg 3, which is not installed; "
-            "install the extra: pip install 'synaptum-lite[postgres]' (or uv sync --extra postgres)"
-        ) from None
-    return psycopg

@@ -205,7 +205,7 @@ async def is_held(store: Store, run_id: str) -> bool:
         if asked is not None:
             return asked
     elif store.url:
-        from .postgres import _lock_key
+        from .postgres import lock_key as _lock_key
 
         if store.locks is None:
             store.locks = await _advisory_locks(store)
