@@ -1,0 +1,115 @@
+"""The command line's arguments: the parser (its `--help` text and the exit codes it lists),
+and the checks that refuse bad usage (exit 2) before a store is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .cli_output import STEERING
+from .runview import STATES, Failure
+
+EXIT_CODES = """exit codes:
+  0  done
+  1  the store failed or holds something else (not a journal, unreachable),
+     or a run in it is damaged (runs lists the others)
+  2  bad usage: an unknown option, a bad URL or schema, conflicting options
+  3  not found: no such file, run or step
+  4  the step is not waiting for that decision (nothing was written)
+  5  a driver holds the run now (nothing was written): wait for it, or stop it
+  6  stdout could not be written (a full disk; a reader that stops reading, as
+     `| head` does, ends it quietly); what was written to the store stays
+  130  interrupted (Ctrl-C): a decision is written whole or not at all
+
+phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="synaptum-lite",
+        description="Read and resolve durable runs in a journal store.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text, epilog=EXIT_CODES)
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        sub.add_argument("store", metavar="STORE", help="a SQLite file or a PostgreSQL URL")
+        sub.add_argument("--schema", help="the PostgreSQL schema (default synaptum_lite)")
+        sub.add_argument("--width", type=_width, help="columns of output (default 80)")
+        return sub
+
+    runs = command("runs", "every run, with its state and usage")
+    states = (*STATES, "waiting", "damaged")
+    runs.add_argument(
+        "--state",
+        choices=states,
+        metavar="STATE",
+        help=f"only runs in this state: {', '.join(states)} (waiting: approval or uncertain)",
+    )
+    runs.add_argument("--json", action="store_true", help="one JSON object per run")
+    show = command("show", "a run's timeline: steps, phases, calls, decisions")
+    show.add_argument("run", metavar="RUN")
+    show.add_argument("--times", action="store_true", help="when people decided (if journaled)")
+    resolve = command("resolve", "record a person's decision on a waiting step")
+    resolve.add_argument("run", metavar="RUN")
+    resolve.add_argument("step", metavar="STEP")
+    decision = resolve.add_mutually_exclusive_group(required=True)
+    for name, text in (
+        ("retry", "the effect did not happen: let it run again"),
+        ("approve", "grant an approval request"),
+        ("deny", "deny an approval request"),
+    ):
+        decision.add_argument(
+            f"--{name}", dest="decision", action="store_const", const=name, help=text
+        )
+    decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
+    resolve.add_argument("--reason", default="", help="why (with --approve or --deny only)")
+    resolve.add_argument("--by", default="operator", help="who decides (default operator)")
+    export = command("export", "write a run as JSON lines to stdout")
+    export.add_argument("run", metavar="RUN")
+    command("import", "read an exported run from stdin into STORE")
+    return top
+
+
+def _width(text: str) -> int:
+    """`--width`: a whole number of columns, 40 or more (below that nothing fits)."""
+    if not text.strip().isdigit() or int(text) < 40:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of columns, 40 or more")
+    return int(text)
+
+
+_NAMED = {"run": "RUN", "step": "STEP", "by": "--by", "reason": "--reason", "result": "--result"}
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, as bad usage and before the store is opened, an argument that names nothing or
+    is not text: bytes the terminal sent that are not UTF-8, an empty run, step or `--by`."""
+    given = {"STORE": args.store, "--schema": args.schema}
+    given |= {flag: getattr(args, name) for name, flag in _NAMED.items() if hasattr(args, name)}
+    for flag, value in given.items():
+        if value is None:
+            continue
+        raw = next((i for i, c in enumerate(value) if "\udc80" <= c <= "\udcff"), None)
+        if raw is not None:
+            byte = ord(value[raw]) - 0xDC00
+            raise Failure(
+                2,
+                f"{flag} is not UTF-8 text (byte 0x{byte:02x} at index {raw}); give it in "
+                "UTF-8, the encoding a journal keeps (is the terminal's encoding UTF-8?)",
+            )
+        if not value.strip() and flag in ("STORE", "RUN", "STEP", "--by"):
+            what = {"STORE": "a journal file or a PostgreSQL URL", "--by": "who decides"}
+            name = what.get(flag, "a run" if flag == "RUN" else "a step")
+            raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
+    if getattr(args, "by", None) and STEERING.search(args.by):
+        raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")
+    if getattr(args, "reason", "") and args.decision not in ("approve", "deny"):
+        flag = f"--{args.decision or 'result'}"
+        raise Failure(
+            2,
+            f"--reason is kept with --approve or --deny; the journal has no place for it with "
+            f"{flag}, and it would be lost: leave it out",
+        )

@@ -1,0 +1,75 @@
+"""The command line's `export` and `import`: a run as JSON lines on stdout, and an export read
+from stdin into a store. An export the store could not read back is refused before anything is
+written, and stdin that is a terminal, missing or not UTF-8 is refused with what to give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+
+from . import CorruptJournal, NotAJournal
+from .cli_output import say, write
+from .runview import Failure, Store, has_journal, read_run
+from .transfer import export_run, import_run
+
+
+async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
+    await read_run(store, args.run, check_held=False)
+    for line in await export_run(store.checkpointer, args.run):
+        write(line + "\n")
+
+
+async def command_import(args: argparse.Namespace, store: Store, width: int) -> None:
+    """Import what stdin holds. A refused export leaves the store as it was: no file or
+    schema is created for it, and no run is started with a header the store cannot read."""
+    text, named = _export_on_stdin(), None
+    with contextlib.suppress(ValueError, AttributeError):  # else `import_run` says what is wrong
+        named = json.loads(text.split("\n", 1)[0]).get("run_id")
+    try:
+        _check_headers(text)
+        held = None
+        if isinstance(named, str) and named and await has_journal(store):
+            held = await store.checkpointer.load(named)
+        run_id = await import_run(store.checkpointer, text)
+    except NotAJournal as exc:
+        message = f"the export is not a synaptum_lite journal ({exc.detail}); nothing was imported"
+        raise Failure(1, f"{message}: give {_AN_EXPORT}") from None
+    except CorruptJournal as exc:
+        damage = str(exc).partition("; ")[0]
+        raise Failure(1, f"the export is damaged ({damage}); nothing was imported") from None
+    after = (await store.checkpointer.load(run_id)).next_seq
+    new = after - (held.next_seq if held else 0)
+    say(f"imported run {run_id} into {store.label}: {after} events, {new} new")
+
+
+def _check_headers(text: str) -> None:
+    """Refuse an export whose run header names no agent: the store would write it, then refuse
+    to read it back (`decode_header`), and the run would stay there, unreadable."""
+    for number, line in enumerate(text.splitlines(), 1):
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            if isinstance(row, dict) and row.get("synaptum_lite") == "run":
+                header = row.get("header")
+                if not isinstance(header, dict) or "agent" not in header:
+                    raise NotAJournal("the export", f"the run header on line {number} has no agent")
+
+
+_AN_EXPORT = "a run as synaptum-lite export writes it"
+_USE = "give it as synaptum-lite import STORE < run.jsonl"
+
+
+def _export_on_stdin() -> str:
+    """What stdin holds, refused (exit 2) when there is nothing to read: a terminal (it would
+    wait for typing) or no stdin at all; and (exit 1) when it is not UTF-8 text."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise Failure(2, f"import reads {_AN_EXPORT} from stdin, and there is none: {_USE}")
+    if sys.stdin.isatty():
+        raise Failure(2, f"import reads {_AN_EXPORT} from stdin, not a terminal: {_USE}")
+    try:  # an editor on Windows may save it with a byte order mark first: not part of it
+        return sys.stdin.read().removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{exc.object[exc.start]:02x} at {exc.start}"
+        raise Failure(1, f"stdin is not UTF-8 text ({where}), so not {_AN_EXPORT}") from None
