@@ -23,12 +23,13 @@ A task that does not end within `max_wait` leaves GetTask attempted (`RemoteTask
 the next pass waits for the same task.
 
 This module is the durable sub-run; the protocol's wire (the card's interface, the JSON-RPC
-calls and what each bad answer becomes) is `a2a_wire`. Its JSON is written there, over httpx
-(the optional extra `a2a`), rather than through the `a2a-sdk` package: four calls, visible in
-one module, and no dependency whose
-API moves between protocol versions. httpx is imported on first use, and a clear error says
-how to install it. The tests check this client against a server built with a2a-sdk
-(tests/a2a/test_reference_server.py), so it is not only our own reading of the protocol.
+calls and what each bad answer becomes) is `a2a_wire`, and reading what an answer holds (a
+task's states and shape, its text) is `a2a_answers`. The wire writes its JSON over httpx (the
+optional extra `a2a`), rather than through the `a2a-sdk` package: four calls, visible in one
+module, and no dependency whose API moves between protocol versions. httpx is imported on
+first use, and a clear error says how to install it. The tests check this client against a
+server built with a2a-sdk (tests/a2a/test_reference_server.py), so it is not only our own
+reading of the protocol.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from . import a2a_wire as wire
+from .a2a_answers import bounded, decode, excerpt
 from .a2a_wire import RemoteTaskTimeout
 from .agent import Agent, TextFragment
 from .errors import (
@@ -130,11 +132,11 @@ async def remote_agent(
             f"its card answered HTTP {status}",
             then="; nothing was sent. Check the URL: the card lives at " + wire.CARD_PATH,
         )
-    card, why = wire.decode(body)
+    card, why = decode(body)
     if not isinstance(card, dict):
         why = f" ({why})" if why else ""
         raise RemoteProtocolError(
-            label, shown, f"its card is not a JSON object{why}: {wire.excerpt(body)}"
+            label, shown, f"its card is not a JSON object{why}: {excerpt(body)}"
         )
     return RemoteAgent(
         card,
@@ -200,7 +202,7 @@ class RemoteAgent(Agent):
         skills = card.get("skills") or []
         if not isinstance(skills, list):
             raise RemoteProtocolError(
-                label, shown, f"its card's skills are {wire.bounded(skills)}, not a list"
+                label, shown, f"its card's skills are {bounded(skills)}, not a list"
             )
         self.card = {
             "name": str(card["name"]),

@@ -15,9 +15,9 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     a task in no A2A state, or whose message, artifacts or parts are not one  RemoteProtocolError
     ListTasks pages that loop (read page after page, up to `MAX_LIST_PAGES`)  RemoteProtocolError
 
-A value of the server's in a message is cut to about 80 characters. A lone surrogate in an
-answer's text (JSON can escape one; no journal can keep it) becomes U+FFFD; in a task id, it is
-a RemoteProtocolError.
+How a body, a task and a message's text are read and checked (a task's states and shape, a
+lone surrogate, a value of the server's cut in a message) moved to `synaptum_lite.a2a_answers`,
+whose docstring says; this module raises what its checks find.
 
 None of them sends the message again; the module docstring of `synaptum_lite.a2a` says what a
 resumed run does instead.
@@ -27,9 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from .a2a_answers import (
+    INTERRUPTED_STATES,
+    TERMINAL_STATES,
+    bounded,
+    decode,
+    excerpt,
+    retry_after_seconds,
+    task_problem,
+    task_result,
+    text_of,
+)
+from .a2a_answers import STATES as STATES  # public here before a2a_answers held it
 from .errors import (
     ConfigurationError,
     RemoteAgentError,
@@ -38,7 +50,7 @@ from .errors import (
     RemoteUnavailable,
     UncertainEffect,
 )
-from .messages import ToolCall, ToolResult, lone_surrogate, without_surrogates
+from .messages import ToolCall, ToolResult
 from .redaction import without_userinfo
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -46,12 +58,6 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 
 PROTOCOL_VERSION = "1.0"
 CARD_PATH = "/.well-known/agent-card.json"
-TERMINAL_STATES = frozenset(
-    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-)
-#: States in which the task waits for the client (the lite client answers no questions).
-INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
-STATES = TERMINAL_STATES | INTERRUPTED_STATES | {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
 TASK_NOT_FOUND = -32001
 METHOD_NOT_FOUND = -32601
 UNSUPPORTED_OPERATION = -32004
@@ -98,38 +104,6 @@ def httpx_module() -> Any:
             "pip install 'synaptum-lite[a2a]' (or, in this repository, uv sync --extra a2a)"
         ) from None
     return httpx
-
-
-def decode(body: bytes) -> tuple[Any, str]:
-    """The JSON value of `body` (UTF-8, strict JSON), or None and why it is not one."""
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not JSON")
-
-    try:
-        return json.loads(body.decode("utf-8"), parse_constant=refuse), ""
-    except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 (byte {body[exc.start]:#04x} at {exc.start})"
-    except RecursionError:
-        return None, "JSON nested too deep to read"
-    except json.JSONDecodeError:
-        return None, ""  # the excerpt shows what it is
-    except ValueError as exc:  # NaN, Infinity
-        return None, str(exc)
-
-
-def excerpt(body: bytes | str, limit: int = 80) -> str:
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    return repr(text if len(text) <= limit else text[:limit] + "…")
-
-
-def bounded(value: Any, limit: int = 80) -> str:
-    """A server's value in a message, at most about `limit` characters: a long text is cut
-    and its length said; anything else is its `repr`, cut."""
-    if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]!r}… ({len(value)} characters)"
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def jsonrpc_interface(
@@ -189,16 +163,6 @@ async def read(
             if len(body) > MAX_ANSWER_BYTES:
                 raise ValueError(f"an answer larger than {MAX_ANSWER_BYTES} bytes")
         return response.status_code, response.headers, bytes(body)
-
-
-def text_of(parts: Any) -> str:
-    """The text parts of a message or artifact, joined; a lone surrogate (JSON can escape
-    one, and it is not a character) becomes U+FFFD, as a UTF-8 decoder does, so that the
-    answer can be journaled."""
-    texts = [
-        p["text"] for p in parts or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
-    ]
-    return without_surrogates("\n".join(texts))
 
 
 class Rpc:
@@ -306,47 +270,19 @@ class Rpc:
                         task = self.task(got, "GetTask", task_id)
                         state = task["status"]["state"]
                         if state in TERMINAL_STATES or state in INTERRUPTED_STATES:
-                            return self._answer(task_id, task, state)
+                            return task_result(task_id, task, state)
                         last = f"last seen in {state}"
                     await asyncio.sleep(pause)
                     interval = min(interval * 1.5, max(self.agent.poll_interval, MAX_POLL_INTERVAL))
         except TimeoutError:
             raise RemoteTaskTimeout(self, task_id, last=last) from None
 
-    @staticmethod
-    def _answer(task_id: str, task: dict[str, Any], state: str) -> ToolResult:
-        said = text_of((task["status"].get("message") or {}).get("parts"))
-        if state == "TASK_STATE_COMPLETED":
-            parts = [p for a in task.get("artifacts") or [] for p in a.get("parts") or []]
-            return ToolResult(text_of(parts) or said)
-        if state in INTERRUPTED_STATES:
-            problem = (
-                f"the remote task {task_id} stopped in {state}: it waits for "
-                f"{'input' if state.endswith('INPUT_REQUIRED') else 'authorization'} "
-                "this client cannot give"
-            )
-        else:
-            problem = f"the remote task {task_id} ended in {state}"
-        return ToolResult(problem + (f": {said}" if said else ""), is_error=True)
-
     def task(self, task: Any, method: str, task_id: str | None = None) -> dict[str, Any]:
         """`task`, checked to be an A2A task (with the id asked for, when one was)."""
-        status = task.get("status") if isinstance(task, dict) else None
-        state = status.get("state") if isinstance(status, dict) else None
-        if not isinstance(task, dict) or not isinstance(task.get("id"), str) or not task["id"]:
-            raise self.garbled(method, f"a task without an id: {excerpt(json.dumps(task))}")
-        named = f"task {bounded(task['id'])}"
-        if lone_surrogate(task["id"]) is not None:  # no journal can keep it, nor ask for it
-            raise self.garbled(method, f"{named}, an id holding a lone surrogate, not text")
-        if not isinstance(state, str) or state not in STATES:
-            raise self.garbled(method, f"{named} in an unknown state {bounded(state)}")
-        if task_id is not None and task["id"] != task_id:
-            raise self.garbled(method, f"{named} when {task_id!r} was asked for")
-        assert isinstance(status, dict)  # its state was read from it
-        wrong = _misshapen(status, task.get("artifacts"))
+        wrong = task_problem(task, task_id)
         if wrong:
-            raise self.garbled(method, f"{named} with {wrong}")
-        return task
+            raise self.garbled(method, wrong)
+        return cast(dict[str, Any], task)
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One JSON-RPC request; its `result` object, or a designed error."""
@@ -375,7 +311,7 @@ class Rpc:
             raise self.garbled(method, str(exc)) from None
         if status >= 500 or status == 429:
             busy = _Busy(**self._where(method), problem=f"{method} answered HTTP {status}")
-            busy.retry_after = _retry_after(headers.get("retry-after"))
+            busy.retry_after = retry_after_seconds(headers.get("retry-after"))
             raise busy
         if status in (401, 403):
             raise RemoteProtocolError(
@@ -461,29 +397,3 @@ class Rpc:
 def _origin(url: Any) -> str:
     """A split URL's origin, `scheme://host[:port]`, without any `user:password@`."""
     return f"{url.scheme}://{url.netloc.rsplit('@', 1)[-1]}"
-
-
-def _misshapen(status: dict[str, Any], artifacts: Any) -> str:
-    """What in a task's status message or artifacts is not the shape A2A gives it (the parts
-    of each are a list; each artifact is an object); empty when nothing is."""
-    message = status.get("message")
-    if message is not None and not isinstance(message, dict):
-        return f"a status message that is not an object: {bounded(message)}"
-    if artifacts is not None and not isinstance(artifacts, list):
-        return f"artifacts that are not a list: {bounded(artifacts)}"
-    for artifact in artifacts or []:
-        if not isinstance(artifact, dict):
-            return f"an artifact that is not an object: {bounded(artifact)}"
-    for holder in [message or {}, *(artifacts or [])]:
-        parts = holder.get("parts")
-        if parts is not None and not isinstance(parts, list):
-            return f"parts that are not a list: {bounded(parts)}"
-    return ""
-
-
-def _retry_after(value: str | None) -> float | None:
-    """`Retry-After` in seconds when it is a number; None otherwise (the interval then)."""
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
