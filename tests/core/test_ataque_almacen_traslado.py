@@ -2,9 +2,10 @@
 
 SQLite takes a run's header and its events in one transaction (`start_with`, as PostgreSQL
 does); a store without it (one a user wrote) gets the header, then the events, and the import
-is made here the same way too (`--piecewise`). Killed after any of those writes, the same import run again finishes the
-move: the journal it leaves is the exported one, record for record, and the run resumed there
-pays only the model calls the source never paid and repeats no effect.
+is made here the same way too (`--piecewise`). Killed after any of those writes, the same
+import run again finishes the move: the journal it leaves is the exported one, record for
+record, and the run resumed there pays only the model calls the source never paid and repeats
+no effect.
 """
 
 from __future__ import annotations
