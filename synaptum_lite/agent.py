@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .agent_arguments import check_limits, checked_parts
 from .context import Context
 from .errors import ConfigurationError, ProviderError, StepLimitExceeded
 from .events import (
@@ -42,7 +43,7 @@ from .policy import Action
 from .replay import Journal
 from .session import Session
 from .steps import RunPass
-from .tools import TOOL_NAME, Risk, Tool
+from .tools import Risk, Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,82 +85,24 @@ class Agent:
         delegates: Iterable[Agent] = (),
         description: str | None = None,
     ) -> None:
-        for what, value in (("name", name), ("model", model)):
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigurationError(
-                    f"agent {name!r}: {what} must be a non-empty str, got {value!r}"
-                )
-        if not isinstance(instructions, str):
-            raise ConfigurationError(
-                f"agent {name!r}: instructions must be a str (the system prompt), got "
-                f"{type(instructions).__name__} {instructions!r:.80}"
-            )
-        if description is not None and not isinstance(description, str):
-            raise ConfigurationError(
-                f"agent {name!r}: description must be a str or None, got {description!r:.80}"
-            )
-        if isinstance(tools, (str, bytes, Tool)) or not isinstance(tools, Iterable):
-            raise ConfigurationError(
-                f"agent {name!r}: tools must be a list of tools, got {tools!r:.80}; pass "
-                "tools=[...] (or nothing, for none)"
-            )
-        if isinstance(delegates, (str, bytes, Agent)) or not isinstance(delegates, Iterable):
-            raise ConfigurationError(
-                f"agent {name!r}: delegates must be a list of agents, got {delegates!r:.80}; "
-                "pass delegates=[...] (or nothing, for none)"
-            )
+        tools_by_name, delegates_by_name = checked_parts(
+            name,
+            model=model,
+            instructions=instructions,
+            description=description,
+            tools=tools,
+            delegates=delegates,
+            agent_class=Agent,
+        )
         self.name = name
         self.model = model
         self.instructions = instructions
-        self.tools: dict[str, Tool] = {}
-        for item in tools:
-            if not isinstance(item, Tool):
-                raise ConfigurationError(
-                    f"agent {name!r}: {item!r} is not a tool; decorate it with @tool"
-                )
-            if item.name in self.tools:
-                raise ConfigurationError(
-                    f"agent {name!r}: two tools are named {item.name!r}; give each its own name "
-                    "(two MCP servers: connect each with its own prefix)"
-                )
-            self.tools[item.name] = item
-        self.delegates: dict[str, Agent] = {}
-        for delegate in delegates:
-            if not isinstance(delegate, Agent):
-                raise ConfigurationError(f"agent {name!r}: delegate {delegate!r} is not an Agent")
-            if delegate.name in self.tools or delegate.name in self.delegates:
-                raise ConfigurationError(
-                    f"agent {name!r}: two tools or delegates are named {delegate.name!r}"
-                )
-            if not TOOL_NAME.fullmatch(delegate.name) or not delegate.description:
-                raise ConfigurationError(
-                    f"agent {name!r}: delegate {delegate.name!r} is shown to the model as a "
-                    "tool, named by its name and described by its description (or its "
-                    "instructions' first line); "
-                    + (
-                        "a model API accepts only letters A-Z, digits, '_' and '-' (1 to 64) "
-                        "in a tool's name: rename the delegate"
-                        if not TOOL_NAME.fullmatch(delegate.name)
-                        else "it has no description and no instructions: give it description=..."
-                    )
-                )
-            self.delegates[delegate.name] = delegate
+        self.tools: dict[str, Tool] = tools_by_name
+        self.delegates: dict[str, Agent] = delegates_by_name
         lines = instructions.strip().splitlines()
         self.description: str = description or (lines[0] if lines else "")
         self._output = OutputFormat(name, output)
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ConfigurationError(
-                f"agent {name!r}: max_steps must be a whole number, at least 1; got {max_steps!r}"
-            )
-        if max_tool_output is not None and (
-            isinstance(max_tool_output, bool)
-            or not isinstance(max_tool_output, int)
-            or max_tool_output < 0
-        ):
-            raise ConfigurationError(
-                f"agent {name!r}: max_tool_output must be None (no cap) or a number of "
-                f"characters, 0 or more; got {max_tool_output!r}"
-            )
+        check_limits(name, max_steps, max_tool_output)
         self.output = output
         self.max_steps = max_steps
         self.max_tool_output = max_tool_output
