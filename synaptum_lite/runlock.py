@@ -2,8 +2,9 @@
 
 The store uses five names: `enter_file` (this process's counted handle on a file), `lock_run`
 (hold a run of that file, or None when another driver holds it), `leave_file`,
-`refuse_odd_files`, and `close_collected` (a finalizer's close that must not wait for this
-module's lock). The operator's command line asks `held` (is a run held now, without taking it).
+`refuse_odd_files` (which files a journal may be: sqlite_file.py), and `close_collected` (a
+finalizer's close that must not wait for this module's lock). The operator's command line
+asks `held` (is a run held now, without taking it).
 
 A run's lock is taken on the journal file, not on a file beside it: every name of the file
 (relative, absolute, through a symlink) reaches the same lock, and there is no lock file to
@@ -17,10 +18,6 @@ blocks the resume. Which lock, by platform (`_lock_kind`):
 - Windows: `msvcrt.locking` on that byte (`LockFileEx`, exclusive, fail at once), on a handle
   opened for it. Windows locks belong to a handle and go with it, or with the process.
 - Pyodide and WASI, one process and no OS file locks: this process's own record of its runs.
-
-A file with several hard links is refused everywhere: SQLite keeps its write-ahead log and
-its index beside the name it was given (`<name>-wal`, `<name>-shm`), so two names of one file
-would each see a different journal, and could damage it.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import stat as _stat
 import struct
 import sys
 import threading
@@ -36,6 +32,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from .errors import ConfigurationError, LockFailed
+
+# the file a journal may be (sqlite_file.py); importable from here, where the store asks
+from .sqlite_file import refuse_odd_files as refuse_odd_files
 
 Release = Callable[[], None]
 # A file's path as the store gives it (a `Path` or a string), read with `os.path`, which the
@@ -167,29 +166,6 @@ def leave_file(locked: LockedFile) -> None:
             del _FILES[locked.key]
             os.close(locked.fd)  # nobody here holds a run or a connection on this file
     _close_unreachable()
-
-
-def refuse_odd_files(database: FilePath, stat: os.stat_result) -> None:
-    """Raise `ConfigurationError` when `database` is not one plain file with one name: a
-    folder, a device or a pipe (SQLite would hang on a pipe, and lose everything written to
-    /dev/null), or a file with several hard links (see the docstring)."""
-    name = _name(database)
-    if _stat.S_ISDIR(stat.st_mode):
-        raise ConfigurationError(
-            f"the journal {name} is a folder, not a file; nothing was opened: give the path of "
-            f"a journal file, such as {name}/runs.db (a new name creates one)"
-        )
-    if not _stat.S_ISREG(stat.st_mode):
-        raise ConfigurationError(
-            f"the journal {name} is not a regular file (a device, a pipe or a socket); nothing "
-            "was opened: give the path of a journal file (a new name creates one)"
-        )
-    if stat.st_nlink > 1:
-        raise ConfigurationError(
-            f"the journal {name} has {stat.st_nlink} names (hard links); SQLite keeps "
-            "its write-ahead log beside each name, so each name would see another journal: "
-            "remove the other links and use one name (a symlink is fine)"
-        )
 
 
 _UNREACHABLE: list[Release] = []  # closes of collected stores, not yet called
