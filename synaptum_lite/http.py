@@ -36,7 +36,6 @@ from .http_failures import BODY_EXCERPT as BODY_EXCERPT
 from .http_failures import ERROR_BODY_BYTES as ERROR_BODY_BYTES
 from .http_failures import REFUSED as REFUSED
 from .http_failures import ServerFailures
-from .http_failures import retry_after as _retry_after  # noqa: F401 - tests/http import it here
 from .messages import ModelRequest, ModelResponse
 from .policy import Policy, allow_everything
 from .redaction import RedactSecrets, secret_patterns, userinfo, without_userinfo

@@ -205,11 +205,11 @@ async def is_held(store: Store, run_id: str) -> bool:
         if asked is not None:
             return asked
     elif store.url:
-        from .postgres import lock_key as _lock_key
+        from .postgres import lock_key
 
         if store.locks is None:
             store.locks = await _advisory_locks(store)
-        return _lock_key(store.schema, run_id) in store.locks
+        return lock_key(store.schema, run_id) in store.locks
     try:
         async with checkpointer.hold(run_id):
             return False

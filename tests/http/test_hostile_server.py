@@ -38,8 +38,8 @@ from synaptum_lite.http import (  # noqa: E402
     ERROR_BODY_BYTES,
     MAX_RESPONSE_BYTES,
     OpenAICompatibleGateway,
-    _retry_after,
 )
+from synaptum_lite.http_failures import retry_after  # noqa: E402
 
 from .conftest import KEY, USAGE, chunk, completion, teller, tool_call_message  # noqa: E402
 from .fault_server import Exchange, FaultServer  # noqa: E402
@@ -438,7 +438,7 @@ def test_json_nested_too_deeply_to_read_is_a_provider_error(
 def test_a_retry_after_that_is_not_a_count_of_seconds_is_unreadable(
     header: str, seconds: float | None
 ) -> None:
-    assert _retry_after(header) == seconds
+    assert retry_after(header) == seconds
 
 
 def test_a_date_without_a_zone_is_read_in_utc_not_in_this_machines_zone(
@@ -448,7 +448,7 @@ def test_a_date_without_a_zone_is_read_in_utc_not_in_this_machines_zone(
         monkeypatch.setenv("TZ", "CST+6")
         time.tzset()
     try:
-        assert _retry_after("Thu, 01 Jan 1970 00:01:40 -0000", now=40.0) == 60.0
+        assert retry_after("Thu, 01 Jan 1970 00:01:40 -0000", now=40.0) == 60.0
     finally:
         monkeypatch.undo()
         if hasattr(time, "tzset"):

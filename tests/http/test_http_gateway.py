@@ -31,7 +31,8 @@ from synaptum_lite import (  # noqa: E402
     tool,
 )
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
-from synaptum_lite.http import DEADLINE, OpenAICompatibleGateway, _retry_after  # noqa: E402
+from synaptum_lite.http import DEADLINE, OpenAICompatibleGateway  # noqa: E402
+from synaptum_lite.http_failures import retry_after  # noqa: E402
 
 from .conftest import KEY, USAGE  # noqa: E402
 from .fault_server import FaultServer  # noqa: E402
@@ -380,7 +381,7 @@ def test_a_base_url_with_credentials_is_never_printed_with_them() -> None:
     ],
 )
 def test_retry_after_is_read_as_seconds(header: str | None, seconds: float | None) -> None:
-    assert _retry_after(header) == seconds
+    assert retry_after(header) == seconds
 
 
 # ── answers a journal could not keep as they came ──────────────────────────────────────────────
