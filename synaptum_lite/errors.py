@@ -9,8 +9,11 @@
     │   ├── CorruptJournal             a record that cannot be decoded
     │   ├── DamagedStore               the store's file is damaged: nothing more is written to it
     │   ├── LockFailed                 the store cannot lock a run (not because it is held)
+    │   ├── StoreForbidden             the store's server refuses what the journal needs
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
-    │       └── StoreFull              the disk holding the store is full
+    │       ├── StoreFull              the disk holding the store is full
+    │       ├── StoreUnreachable       it cannot be connected to at all (down, wrong URL)
+    │       └── StoreReplaced          the journal file was replaced or deleted under it
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
     ├── ReplayDivergence               the journal holds another step at this position
