@@ -375,8 +375,9 @@ def _accepted(sent: ToolStep) -> dict[str, Any]:
 
 
 def _identifier(text: str) -> str:
-    """A card's name as a tool name: `Buscador de vuelos` → `buscador_de_vuelos`."""
-    name = re.sub(r"[^0-9a-zA-Z_]+", "_", text.strip().lower()).strip("_")
+    """A card's name as a tool name a model API takes (at most 64 characters):
+    `Buscador de vuelos` → `buscador_de_vuelos`."""
+    name = re.sub(r"[^0-9a-zA-Z_]+", "_", text.strip().lower()).strip("_")[:64].rstrip("_")
     return name or "remote_agent"
 
 

@@ -11,6 +11,7 @@ import _hijo_19 as hijo
 import pytest
 
 from synaptum_lite import (
+    Agent,
     ConfigurationError,
     FinalStep,
     RemoteProtocolError,
@@ -22,6 +23,7 @@ from synaptum_lite import (
     run_usage,
 )
 from synaptum_lite.a2a import RemoteAgent, remote_agent
+from synaptum_lite.tools import TOOL_NAME
 
 ANSWER = "Viaje listo. Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
 
@@ -388,3 +390,23 @@ async def test_an_uncertain_send_resolved_with_the_known_answer_sends_nothing_mo
     final = await drive(almacen, "sabida", server.url)
     assert final.output == "Viaje listo. El TP1947, según el registro."
     assert sent_by(server, "sabida") == 1
+
+
+def test_a_remote_agent_named_by_a_long_card_is_a_delegate_a_model_api_takes():
+    long_name = "Buscador de vuelos baratos para viajes de empresa " * 3  # 150 characters
+    card = {
+        "name": long_name,
+        "description": "Busca vuelos.",
+        "supportedInterfaces": [
+            {
+                "url": "http://127.0.0.1:1/a2a",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": "1.0",
+            }
+        ],
+    }
+    remote = RemoteAgent(card, card_url="http://127.0.0.1:1/card", risk=Risk.READ)
+    assert TOOL_NAME.fullmatch(remote.name), remote.name
+    assert remote.name.startswith("buscador_de_vuelos_baratos")
+    parent = Agent("organizador", model="m", instructions="Organiza.", delegates=[remote])
+    assert list(parent.delegates) == [remote.name]
