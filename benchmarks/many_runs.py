@@ -94,10 +94,12 @@ async def _templates(store: Checkpointer) -> tuple[dict[str, Any], list[Any], li
         pass
     gateway = ScriptedGateway([_responder] * (STEPS_TOOLS + 1), tools=[consultar])
     received = 0
-    async for _ in _agent().run(TASK, session=Session("plantilla-abierta", gateway, store)):
-        received += 1
-        if received == 19:  # halfway: the tool step of turn 5 completed
-            break
+    steps = _agent().run(TASK, session=Session("plantilla-abierta", gateway, store))
+    async with contextlib.aclosing(steps):  # closed at the break: the run is let go at once
+        async for _ in steps:
+            received += 1
+            if received == 19:  # halfway: the tool step of turn 5 completed
+                break
     header = (await store.load("plantilla-cerrada")).header
     assert header is not None
     closed = await load_events(store, "plantilla-cerrada")
