@@ -324,10 +324,21 @@ class NothingToResolve(SynaptumError):
         )
 
 
-def _shown(value: Any, limit: int = 200) -> str:
-    """`value`'s repr, cut to `limit` characters, saying how long it was."""
-    shown = repr(value)
-    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(shown)} characters in all)"
+#: How much of a value a message quotes: a model's or a server's value can be megabytes, and
+#: a message is logged, journaled or sent back in every later request.
+QUOTED = 200
+
+
+def quoted(value: Any, *, as_repr: bool = True) -> str:
+    """`value`'s repr (or the text `value`), cut to `QUOTED` characters, saying how long it
+    was: a value in a message."""
+    try:
+        shown = repr(value) if as_repr else str(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
+    if len(shown) <= QUOTED:
+        return shown
+    return f"{shown[:QUOTED]}… ({len(shown)} characters in all)"
 
 
 class McpServerLost(SynaptumError):
@@ -363,7 +374,7 @@ class McpServerLost(SynaptumError):
             return
         super().__init__(
             f"MCP server {server!r} was lost during the call to tool {tool!r} (run {run_id!r}, "
-            f"step {step_id}) with arguments {_shown(arguments)} ({detail}); whether the call "
+            f"step {step_id}) with arguments {quoted(arguments)} ({detail}); whether the call "
             "had its "
             "effect is unknown, so nothing was retried and the step stays attempted. Start the "
             "server again and run the same run_id: an idempotent tool runs again, a "

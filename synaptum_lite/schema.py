@@ -9,7 +9,7 @@ schema: `str`, `bool`, `int`, `float`, `None`, `Literal[...]`, an `Enum`, unions
 Any other hint raises `ToolDefinitionError` when the tool is defined, not when it is called.
 `schema_of` does the same for a whole dataclass (a typed answer, `output.py`).
 
-A value the model sent is quoted back in errors cut to `QUOTED` characters (`cut`).
+A value the model sent is quoted back in errors, cut (`errors.quoted`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import (
     get_type_hints,
 )
 
-from .errors import InvalidToolCall, ToolDefinitionError
+from .errors import InvalidToolCall, ToolDefinitionError, quoted
 
 Converter = Callable[[Any], Any]
 
@@ -116,12 +116,14 @@ def _dataclass_schema(cls: type, where: str) -> tuple[dict[str, Any], Converter]
 
     def convert(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {cut(value)}")
+            raise InvalidToolCall(
+                _tool_of(where), f"{where} must be an object, got {quoted(value)}"
+            )
         unknown = sorted(set(value) - set(properties))
         missing = [name for name in required if name not in value]
         if unknown or missing:
             problem = (
-                f"unknown field(s) {cut(unknown)}" if unknown else f"missing field(s) {missing}"
+                f"unknown field(s) {quoted(unknown)}" if unknown else f"missing field(s) {missing}"
             )
             raise InvalidToolCall(_tool_of(where), f"{where}: {problem}")
         return cls(**{name: converters[name](v) for name, v in value.items()})
@@ -133,7 +135,7 @@ def _check_scalar(where: str, kind: str, accepted: tuple[type, ...], hint: Any) 
     def check(value: Any) -> Any:
         # bool is an int in Python but not in JSON schema
         if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be {kind}, got {cut(value)}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be {kind}, got {quoted(value)}")
         return float(cast(SupportsFloat, value)) if hint is float else value
 
     return check
@@ -143,7 +145,7 @@ def _check_enum(where: str, values: list[Any]) -> Converter:
     def check(value: Any) -> Any:
         if value not in values:
             raise InvalidToolCall(
-                _tool_of(where), f"{where} must be one of {values}, got {cut(value)}"
+                _tool_of(where), f"{where} must be one of {values}, got {quoted(value)}"
             )
         return value
 
@@ -158,7 +160,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
             except InvalidToolCall:
                 continue
         raise InvalidToolCall(
-            _tool_of(where), f"{where} got {cut(value)}, which fits none of its types"
+            _tool_of(where), f"{where} got {quoted(value)}, which fits none of its types"
         )
 
     return check
@@ -167,7 +169,7 @@ def _check_union(where: str, options: list[tuple[dict[str, Any], Converter]]) ->
 def _check_list(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, list):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an array, got {cut(value)}")
+            raise InvalidToolCall(_tool_of(where), f"{where} must be an array, got {quoted(value)}")
         return [item(v) for v in value]
 
     return check
@@ -176,7 +178,9 @@ def _check_list(where: str, item: Converter) -> Converter:
 def _check_dict(where: str, item: Converter) -> Converter:
     def check(value: Any) -> Any:
         if not isinstance(value, dict):
-            raise InvalidToolCall(_tool_of(where), f"{where} must be an object, got {cut(value)}")
+            raise InvalidToolCall(
+                _tool_of(where), f"{where} must be an object, got {quoted(value)}"
+            )
         return {k: item(v) for k, v in value.items()}
 
     return check
@@ -189,20 +193,3 @@ def schema_of(cls: type) -> tuple[dict[str, Any], Callable[[Any], Any]]:
     `ToolDefinitionError` for a field whose type has no JSON schema.
     """
     return _dataclass_schema(cls, "output")
-
-
-#: How much of a value the model sent a tool result quotes back (the result is journaled and
-#: sent in every later request of the run: a megabyte of arguments must not be).
-QUOTED = 200
-
-
-def cut(value: Any, *, as_repr: bool = True) -> str:
-    """`value`'s repr (or the text `value`), cut to `QUOTED` characters, saying how long it
-    was."""
-    try:
-        shown = repr(value) if as_repr else str(value)
-    except RecursionError:
-        return f"a {type(value).__name__} nested too deeply to show"
-    if len(shown) <= QUOTED:
-        return shown
-    return f"{shown[:QUOTED]}… ({len(shown)} characters in all)"

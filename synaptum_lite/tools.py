@@ -17,14 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args, get_type_hints
 
-from .errors import InvalidToolCall, ToolDefinitionError
-from .messages import ToolSpec, lone_surrogate
-
 # the schema machinery lives in schema.py; these names stay importable from here
-from .schema import QUOTED as QUOTED
+from .errors import QUOTED as QUOTED
+from .errors import InvalidToolCall, ToolDefinitionError, quoted
+from .messages import ToolSpec, lone_surrogate
 from .schema import Converter as Converter
-from .schema import cut, type_schema
 from .schema import schema_of as schema_of
+from .schema import type_schema
 
 
 class Risk(enum.IntEnum):
@@ -89,18 +88,18 @@ class Tool:
         if isinstance(arguments, str):  # the model's text, kept because it could not be read
             raise InvalidToolCall(
                 self.name,
-                f"arguments must be a JSON object, got {cut(arguments)}, which is not one "
+                f"arguments must be a JSON object, got {quoted(arguments)}, which is not one "
                 f"({_json_problem(arguments)})",
             )
         if not isinstance(arguments, dict):
             raise InvalidToolCall(
-                self.name, f"arguments must be a JSON object, got {cut(arguments)}"
+                self.name, f"arguments must be a JSON object, got {quoted(arguments)}"
             )
         properties = self.parameters["properties"]
         unknown = sorted(set(arguments) - set(properties))
         if unknown:
             raise InvalidToolCall(
-                self.name, f"unknown argument(s) {cut(', '.join(unknown), as_repr=False)}"
+                self.name, f"unknown argument(s) {quoted(', '.join(unknown), as_repr=False)}"
             )
         missing = [name for name in self.parameters.get("required", ()) if name not in arguments]
         if missing:
