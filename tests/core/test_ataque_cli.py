@@ -26,7 +26,7 @@ import pytest
 from synaptum_lite import Agent, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
-from .test_cli import STORE_KINDS, ask_approval, events_of, store_in
+from .test_cli import STORE_KINDS, ask_approval, events_of, kill, stalled_owner, store_in
 from .test_kill import ROOT, child, effects
 
 pytestmark = pytest.mark.posix_signals  # drivers die by SIGKILL inside their transfer
@@ -381,21 +381,11 @@ def stalled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
     """A store whose run `r` is held by a live driver stalled inside its transfer (the effect
     done, the step not completed); killed at the end."""
     store = store_in(request.param, tmp_path)
-    owner = subprocess.Popen(
-        [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects")]
-        + ["--stall-in", "transferir"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    owner = stalled_owner(store, tmp_path)
     try:
-        assert owner.stdout is not None and owner.stdout.readline().strip() == "stalled"
         yield store, tmp_path
     finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
-        if owner.stdout is not None:
-            owner.stdout.close()
+        kill(owner)
 
 
 @pytest.mark.parametrize("stalled", STORE_KINDS, indirect=True)
@@ -426,17 +416,7 @@ def test_after_its_driver_is_killed_the_step_is_uncertain_and_resolved_once(
     tmp_path: Path,
 ) -> None:
     store = store_in("sqlite", tmp_path)
-    owner = subprocess.Popen(
-        [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects")]
-        + ["--stall-in", "transferir"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert owner.stdout is not None and owner.stdout.readline().strip() == "stalled"
-    owner.send_signal(signal.SIGKILL)
-    owner.wait()
-    owner.stdout.close()
+    kill(stalled_owner(store, tmp_path))
     assert cli("show", store, "r").stdout.splitlines()[-1].strip() == (
         "uncertain effect: resolve --result TEXT or --retry"
     )

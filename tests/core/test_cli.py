@@ -9,7 +9,6 @@ stalls holding its run (a driver holds it now); an approval is asked by a policy
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -173,11 +172,9 @@ def test_resolve_refuses_a_step_not_waiting_for_that_decision_and_writes_nothing
     assert events_of(journal, "incierto") == before
 
 
-@pytest.mark.parametrize("kind", STORE_KINDS)
-def test_a_run_held_by_a_driver_in_another_process_is_shown_held_and_not_resolved(
-    kind: str, tmp_path: Path
-) -> None:
-    store = store_in(kind, tmp_path)
+def stalled_owner(store: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """A live driver of run `r`, stalled inside its transfer (the effect done, the step not
+    completed): the process, once it says so."""
     owner = subprocess.Popen(
         [sys.executable, "-m", "tests.core.agents", store, "r", str(tmp_path / "r.effects")]
         + ["--stall-in", "transferir"],
@@ -187,16 +184,34 @@ def test_a_run_held_by_a_driver_in_another_process_is_shown_held_and_not_resolve
     )
     try:
         assert owner.stdout is not None and owner.stdout.readline().strip() == "stalled"
+    except BaseException:
+        kill(owner)
+        raise
+    return owner
+
+
+def kill(owner: subprocess.Popen[str]) -> None:
+    """SIGKILL the driver and reap it."""
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    if owner.stdout is not None:
+        owner.stdout.close()
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_run_held_by_a_driver_in_another_process_is_shown_held_and_not_resolved(
+    kind: str, tmp_path: Path
+) -> None:
+    store = store_in(kind, tmp_path)
+    owner = stalled_owner(store, tmp_path)
+    try:
         assert cli("runs", store).stdout.splitlines()[1].split()[:2] == ["r", "held"]
         held = cli("resolve", store, "r", "000003-tool", "--retry")
         assert held.returncode == 5
         assert "run 'r' is being driven by another worker" in held.stderr
         assert held.stderr.endswith("; nothing was written\n")
     finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
-        with contextlib.suppress(Exception):
-            owner.stdout.close()  # type: ignore[union-attr]
+        kill(owner)
     # its driver died: the lock died with it, and a person decides now
     assert cli("runs", store).stdout.splitlines()[1].split()[:2] == ["r", "uncertain"]
     assert cli("resolve", store, "r", "000003-tool", "--retry").returncode == 0
