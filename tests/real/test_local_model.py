@@ -33,11 +33,10 @@ from synaptum_lite import (  # noqa: E402
     tool,
 )
 from synaptum_lite.http import OpenAICompatibleGateway  # noqa: E402
+from tests.real import NO_SERVER  # noqa: E402
 
 BASE_URL = os.environ.get("SYNAPTUM_LOCAL_MODEL_URL")
-pytestmark = pytest.mark.skipif(
-    not BASE_URL, reason="no local model server (SYNAPTUM_LOCAL_MODEL_URL is not set)"
-)
+pytestmark = pytest.mark.skipif(not BASE_URL, reason=NO_SERVER)
 
 RUNS = {"consultar_saldo": 0}
 INSTRUCTIONS = "Consultas saldos con la herramienta. Responde en español, en una frase."

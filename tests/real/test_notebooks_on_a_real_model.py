@@ -23,12 +23,11 @@ import pytest
 from scripts.captura_modelo import write_captures
 from scripts.kernel import run_notebooks_sync
 from scripts.pages import property_notebooks, relative
+from tests.real import NO_SERVER
 
 BASE_URL = os.environ.get("SYNAPTUM_LOCAL_MODEL_URL")
 MODEL = os.environ.get("SYNAPTUM_LOCAL_MODEL_NAME", "qwen2.5-coder-0.5b-instruct")
-pytestmark = pytest.mark.skipif(
-    not BASE_URL, reason="no local model server (SYNAPTUM_LOCAL_MODEL_URL is not set)"
-)
+pytestmark = pytest.mark.skipif(not BASE_URL, reason=NO_SERVER)
 
 #: Notebooks whose point needs the double (their pages say why): 06 compares 18 killed runs
 #: with one uninterrupted run, 09 compares the requests only the double keeps, 10 scripts
