@@ -134,7 +134,7 @@ class Kind:
 
 
 async def _measure(kind: Kind, closed: int, repeats: int, rng: random.Random) -> dict[str, Any]:
-    from synaptum_lite import cli
+    from synaptum_lite.cli.main import main as cli
 
     opened_ms, returned_ms, listed_ms = [], [], []
     for _ in range(repeats):
@@ -210,7 +210,7 @@ def _pool_child(url: str, schema: str, worker: str, runs: list[str], counts: Pat
     closed (one query on the runs table), to skip them without a round trip each."""
     import psycopg
 
-    from synaptum_lite.postgres import PostgresCheckpointer
+    from synaptum_lite.stores.postgres import PostgresCheckpointer
 
     lines: list[str] = []
 
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             results["sqlite"] = asyncio.run(grow(sqlite, options.sizes, options.repeats))
             results["sqlite"]["file_mb"] = round(path.stat().st_size / 1e6, 1)
         if not options.no_postgres:
-            from synaptum_lite.postgres import PostgresCheckpointer
+            from synaptum_lite.stores.postgres import PostgresCheckpointer
 
             try:
                 url, server = postgres_url()

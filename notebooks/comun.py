@@ -92,8 +92,8 @@ def gateway(
     suyos, así que ahí se ignora).
 
     Con `AXONIUM_CLIENT_ID` en el entorno contesta un modelo de la plataforma, por su SDK
-    (`synaptum_lite.axonium`); si no, con `SYNAPTUM_BASE_URL`, un servidor compatible con
-    OpenAI por HTTP (`synaptum_lite.http`). El guion se ignora: contesta el modelo.
+    (`synaptum_lite.gateways.axonium`); si no, con `SYNAPTUM_BASE_URL`, un servidor compatible con
+    OpenAI por HTTP (`synaptum_lite.gateways.http`). El guion se ignora: contesta el modelo.
     """
     variable = modelo_real()
     if variable is None:
@@ -102,10 +102,10 @@ def gateway(
         return ScriptedGateway(list(guion), tools=tools, **opciones)
     opciones.pop("chunk_size", None)
     if variable == "AXONIUM_CLIENT_ID":
-        from synaptum_lite.axonium import AxoniumGateway
+        from synaptum_lite.gateways.axonium import AxoniumGateway
 
         return AxoniumGateway.from_env(tools=tools, **opciones)
-    from synaptum_lite.http import OpenAICompatibleGateway
+    from synaptum_lite.gateways.http import OpenAICompatibleGateway
 
     return OpenAICompatibleGateway.from_env(tools=tools, **opciones)
 

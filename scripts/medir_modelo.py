@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scripts.captura_modelo import language_of  # noqa: E402
 from synaptum_lite import InvalidToolCall, Message, ModelRequest, Role, tool  # noqa: E402
-from synaptum_lite.http import OpenAICompatibleGateway  # noqa: E402
+from synaptum_lite.gateways.http import OpenAICompatibleGateway  # noqa: E402
 
 
 @tool

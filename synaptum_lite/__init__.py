@@ -4,6 +4,7 @@ whose process dies resumes without paying for inference again or repeating an ef
 import typing
 
 from .agent import Agent, TextFragment
+from .checkpointer import Checkpointer, RunState, load_events
 from .errors import (
     ConfigurationChanged,
     ConfigurationError,
@@ -36,7 +37,6 @@ from .errors import (
 )
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
 from .gateway import Gateway, LocalGateway
-from .journal import Checkpointer, MemoryCheckpointer, RunState, load_events
 from .messages import (
     Message,
     ModelRequest,
@@ -49,11 +49,12 @@ from .messages import (
 )
 from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
+from .stores.memory import MemoryCheckpointer
 from .tools import Risk, Tool, ToolContext, tool
 
 if typing.TYPE_CHECKING:  # imported on first use by `__getattr__` below
-    from .postgres import PostgresCheckpointer
-    from .sqlite import SqliteCheckpointer
+    from .stores.postgres import PostgresCheckpointer
+    from .stores.sqlite import SqliteCheckpointer
     from .usage import RunUsage, TurnUsage, run_usage
 
 __all__ = [
@@ -131,11 +132,11 @@ def __getattr__(name: str) -> object:
     # needs (nor Pyodide, where sqlite3 is a package of its own). PostgreSQL is an optional
     # extra: its module loads asyncio, and psycopg when used.
     if name == "SqliteCheckpointer":
-        from .sqlite import SqliteCheckpointer
+        from .stores.sqlite import SqliteCheckpointer
 
         return SqliteCheckpointer
     if name == "PostgresCheckpointer":
-        from .postgres import PostgresCheckpointer
+        from .stores.postgres import PostgresCheckpointer
 
         return PostgresCheckpointer
     if name in ("RunUsage", "TurnUsage", "run_usage"):

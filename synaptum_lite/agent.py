@@ -17,19 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .agent_arguments import check_limits, checked_parts
+from .checkpointer import load_events
 from .context import Context
 from .errors import ConfigurationError, ProviderError, StepLimitExceeded
-from .events import (
-    ApprovalStep,
-    Decision,
-    DelegationStep,
-    ModelStep,
-    Phase,
-    Step,
-    ToolStep,
-)
+from .events import ApprovalStep, Decision, DelegationStep, ModelStep, Phase, Step, ToolStep
 from .execution import as_tool
-from .journal import load_events
+from .journal import Journal
 from .messages import (
     ModelRequest,
     ModelResponse,
@@ -40,7 +33,6 @@ from .messages import (
 )
 from .output import OutputFormat
 from .policy import Action
-from .replay import Journal
 from .session import Session
 from .steps import RunPass
 from .tools import Risk, Tool

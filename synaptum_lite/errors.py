@@ -105,7 +105,7 @@ class CorruptJournal(JournalError):
 class DamagedStore(JournalError):
     """The store's file is damaged; nothing more is written to it.
 
-    Runs whose records still read can be read and copied out (`synaptum_lite.transfer`); a
+    Runs whose records still read can be read and copied out (`synaptum_lite.stores.transfer`); a
     damaged run raises `CorruptJournal` naming it and the position.
     """
 
@@ -115,7 +115,7 @@ class DamagedStore(JournalError):
         super().__init__(
             f"the journal store {location} is damaged ({detail}); nothing more is written to "
             "it: restore it from a backup, or copy the runs that still read into a new store "
-            "with synaptum_lite.transfer.copy_run"
+            "with synaptum_lite.stores.transfer.copy_run"
         )
 
 
@@ -342,8 +342,8 @@ def quoted(value: Any, *, as_repr: bool = True) -> str:
 
 
 class McpServerLost(SynaptumError):
-    """An MCP server (`synaptum_lite.mcp`) went away, or did not answer, with a call in flight,
-    or before it finished starting.
+    """An MCP server (`synaptum_lite.integrations.mcp`) went away, or did not answer, with a call
+    in flight, or before it finished starting.
 
     Whether the call had its effect is unknown: its step stays attempted, never completed, and
     nothing is retried. `tool`, `arguments`, `run_id` and `step_id` name the call (all None
@@ -383,7 +383,8 @@ class McpServerLost(SynaptumError):
 
 
 class RemoteAgentError(SynaptumError):
-    """A remote agent (`synaptum_lite.a2a`) could not be used as asked. Nothing was sent twice.
+    """A remote agent (`synaptum_lite.integrations.a2a`) could not be used as asked. Nothing was
+    sent twice.
 
     `run_id` and `step_id` name the sub-run step that was waiting on it (None when the card
     was being read), `url` where it was asked, `problem` what went wrong, and `code` the

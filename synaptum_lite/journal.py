@@ -1,302 +1,249 @@
-"""The checkpointer seam: where a run's journal is remembered. It decides nothing.
+"""Replay: the journal as the loop reads it while driving a run.
 
-A checkpointer keeps, per run, a header (the configuration that started it and the task) and
-a dense sequence of events (positions from 0). `append` is idempotent per event key, and
-assigns positions atomically; `hold` gives one driver at a time the right to drive a run.
-Every implementation passes the same conformance suite (`tests/core/test_conformance.py`).
+The loop asks, at each step position, what the journal already holds there. The answers are
+the resume rules: a completed step returns its recorded result; a step with no trace runs; a
+step attempted and never completed runs again if it is safe to (`retryable`), and is
+otherwise an uncertain effect. `Journal` also refuses to mix configurations and detects a
+step of another kind at a journaled position.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import json
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from .errors import ConfigurationError, CorruptJournal, JournalError, RunBusy
-from .events import FinalStep, Record, Step, decode_all, decode_final, encode, parse_step_id
-from .messages import lone_surrogate
+from .checkpointer import FORMAT_VERSION, Checkpointer
+from .codec import decode_all
+from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect
+from .events import (
+    ApprovalStep,
+    FinalStep,
+    ModelStep,
+    Phase,
+    Step,
+    ToolStep,
+    allows_retry,
+    parse_step_id,
+    step_id,
+)
+from .messages import ToolCall
 
-FORMAT_VERSION = 1
-"""The journal format this version writes and the newest it reads."""
 
+class StepHistory:
+    """Everything the journal holds about one step."""
 
-@dataclass(frozen=True, slots=True)
-class RunState:
-    """What a store knows about a run without reading its whole journal.
+    # a plain class, not a dataclass: nothing compares or prints it, and @dataclass compiles
+    # its methods when the package is imported
+    __slots__ = ("step_id", "attempted", "completed", "decisions")
 
-    `next_seq` is the number of events (the next position); `header` is None for a run that
-    was never started; `final` is the final step of a closed run.
-    """
-
-    run_id: str
-    next_seq: int
-    header: dict[str, Any] | None
-    final: FinalStep | None
+    def __init__(self, step_id: str) -> None:
+        self.step_id = step_id
+        self.attempted: Step | None = None
+        self.completed: Step | None = None
+        self.decisions: list[Step] = []
 
     @property
-    def closed(self) -> bool:
-        return self.final is not None
+    def kind(self) -> str:
+        return parse_step_id(self.step_id)[1]
 
+    @property
+    def attempt(self) -> int:
+        """The number of the latest attempt (0 when never attempted)."""
+        return self.attempted.attempt if self.attempted is not None else 0
 
-@runtime_checkable
-class Checkpointer(Protocol):
-    """Where the journal is remembered."""
-
-    async def load(self, run_id: str) -> RunState:
-        """The run's state, reading its header and at most its final event."""
-        ...
-
-    async def start(self, run_id: str, header: dict[str, Any]) -> None:
-        """Record a new run's header. A run that already exists keeps its header."""
-        ...
-
-    async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        """Append events in order, skipping any whose key is already journaled.
-
-        Returns the run's `next_seq` afterwards. Raises `JournalError` for a run never started.
-        """
-        ...
-
-    async def records(self, run_id: str) -> list[Record]:
-        """Every stored event of the run, in position order, undecoded."""
-        ...
-
-    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """Hold the right to drive the run; raises `RunBusy` at once if another holds it."""
-        ...
-
-
-# ── what every store can keep ──────────────────────────────────────────────────────────────
-#
-# Every store keeps text as UTF-8, and PostgreSQL's text cannot hold NUL. So a run id must be
-# UTF-8 without NUL, and a header must encode to UTF-8 (its JSON escapes NUL); an event is
-# checked by `events.encode`. Each store checks before it touches storage: the same input gets
-# the same answer, and a refused call writes nothing.
-
-
-def check_run_id(run_id: Any) -> str:
-    """`run_id`, when every store can keep it. Raises `ConfigurationError` naming the problem."""
-    if not isinstance(run_id, str) or not run_id:
-        raise ConfigurationError(f"run_id must be a non-empty string, got {run_id!r}")
-    if "\0" in run_id:
-        problem: str | None = f"a NUL character at index {run_id.index(chr(0))}"
-    else:
-        problem = _surrogate(run_id)
-    if problem:
-        raise ConfigurationError(
-            f"run_id {run_id!r} cannot be journaled: it holds {problem}; "
-            "use text without NUL characters or unpaired surrogates"
+    @property
+    def retry_allowed(self) -> bool:
+        """Whether the latest attempt may run again without asking: an operator allowed it
+        (`retry`), or the runtime journaled that it never began (`not_started`)."""
+        return any(
+            isinstance(d, ToolStep) and allows_retry(d.decision) and d.attempt == self.attempt
+            for d in self.decisions
         )
-    return run_id
 
-
-def encode_header(run_id: str, header: dict[str, Any]) -> str:
-    """A run's header as stored. Raises `ConfigurationError` when it cannot be kept."""
-    text = json.dumps(header, sort_keys=True, ensure_ascii=False)
-    problem = _surrogate(text)
-    if problem:
-        raise ConfigurationError(
-            f"run {run_id!r}: its header (the agent's configuration and the task) cannot be "
-            f"journaled: it holds {problem}; nothing was written"
-        )
-    return text
-
-
-def _surrogate(text: str) -> str | None:
-    at = lone_surrogate(text)
-    return None if at is None else f"an unpaired surrogate {text[at]!r} at index {at}"
-
-
-def decode_header(run_id: str, text: str) -> dict[str, Any]:
-    """A run's stored header. Raises `CorruptJournal` when it cannot be read."""
-    try:
-        header = json.loads(text)
-    except ValueError as exc:
-        raise CorruptJournal(run_id, None, f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(header, dict) or "agent" not in header:
-        raise CorruptJournal(run_id, None, "it is not a run header")
-    return header
-
-
-# ── what every store does alike: the stores only move records ───────────────────────────────
-
-Encoded = tuple[str, str, int, str]
-"""An event as `events.encode` gives it: `(step_id, phase, attempt, data)`."""
-
-
-def encode_events(run_id: str, events: Sequence[Step]) -> list[Encoded]:
-    """Check `run_id` and encode every event before anything is written: all or nothing."""
-    check_run_id(run_id)
-    return [encode(event) for event in events]
-
-
-def run_state(run_id: str, header: str | None, next_seq: int, final: Record | None) -> RunState:
-    """A run's state from what a store keeps: its stored header (None: never started), its
-    number of events and its final event's record (None: still open)."""
-    return RunState(
-        run_id=run_id,
-        next_seq=next_seq,
-        header=decode_header(run_id, header) if header is not None else None,
-        final=decode_final(run_id, final) if final is not None else None,
-    )
-
-
-def is_final(step_id: str) -> bool:
-    """Whether an appended event closes its run (a store keeps where its final event is)."""
-    return parse_step_id(step_id)[1] == "final"
-
-
-def never_started(run_id: str) -> JournalError:
-    """What `append` raises for a run whose header was never recorded."""
-    return JournalError(f"run {run_id!r} was never started; call start() first")
-
-
-async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
-    """Every event of the run, decoded, in position order."""
-    return decode_all(run_id, await checkpointer.records(run_id))
-
-
-# ── one driver per run, inside this process ────────────────────────────────────────────────
-#
-# A generator abandoned mid-iteration (`break`, an exception in the consumer) still holds its
-# run until Python finalizes it, which its event loop does a few iterations later. Before
-# answering "busy" for a run held by *the same event loop*, give those finalizers their turns,
-# and wait for a release that has already begun (a server-side lock needs a round trip). A
-# run held by another thread's loop is simply busy: an event loop can only wait for what its
-# own thread will wake it for, so nothing here is ever awaited across loops.
-
-
-class _Holder:
-    """Who holds a run in this process: the event loop driving it, and, once its release has
-    begun, an event of that loop set when the release is done."""
-
-    __slots__ = ("loop", "released")
-
-    def __init__(self, loop: Any) -> None:
-        self.loop = loop
-        self.released: Any = None  # asyncio.Event, awaited only from `loop`
-
-
-_HELD_HERE: dict[tuple[str, str], _Holder] = {}
-_HELD_HERE_LOCK = threading.Lock()  # event loops in several threads may share these runs
-_FINALIZER_TURNS = 4
-
-Release = Callable[[], Awaitable[None] | None]
-
-
-@contextlib.asynccontextmanager
-async def holding(
-    store: str,
-    label: str,
-    run_id: str,
-    try_acquire: Callable[[], Awaitable[Release | None] | Release | None],
-) -> AsyncIterator[None]:
-    """Hold `run_id` in `store` (a stable identity of the storage; `label` names it for people).
-
-    `try_acquire` (plain or async) returns a release function (plain or async), or None when
-    another driver holds the run. Raises `RunBusy` when the run stays held.
-    """
-    import asyncio  # imported here: `import synaptum_lite` stays light
-
-    loop = asyncio.get_running_loop()
-    key = (store, run_id)
-    release = await _settled(try_acquire())
-    turns = 0
-    while release is None and turns < _FINALIZER_TURNS:
-        holder = _HELD_HERE.get(key)
-        if holder is None or holder.loop is not loop:
-            break  # held by another process, or another thread's event loop: busy
-        if holder.released is not None:
-            await holder.released.wait()
+    def add(self, event: Step) -> None:
+        if event.phase is Phase.ATTEMPTED:
+            if self.attempted is None or event.attempt >= self.attempted.attempt:
+                self.attempted = event
+        elif event.phase is Phase.COMPLETED:
+            self.completed = event
         else:
-            await asyncio.sleep(0)
-            turns += 1
-        release = await _settled(try_acquire())
-    if release is None:
-        raise RunBusy(run_id, label)
-    holder = _Holder(loop)
-    with _HELD_HERE_LOCK:
-        _HELD_HERE[key] = holder
-    try:
-        yield
-    finally:
-        holder.released = asyncio.Event()
-        try:
-            await _settled(release())
-        finally:
-            with _HELD_HERE_LOCK:
-                if _HELD_HERE.get(key) is holder:
-                    del _HELD_HERE[key]
-            holder.released.set()
+            self.decisions.append(event)
 
 
-async def _settled(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+def index(events: list[Step]) -> dict[int, StepHistory]:
+    """Group a run's events by step position."""
+    steps: dict[int, StepHistory] = {}
+    for event in events:
+        position = event.position
+        history = steps.get(position)
+        if history is None:
+            history = steps[position] = StepHistory(event.step_id)
+        elif history.step_id != event.step_id:
+            raise ReplayDivergence(
+                event.run_id, event.step_id, f"step {history.step_id}", "two steps at one position"
+            )
+        history.add(event)
+    return steps
 
 
-class MemoryCheckpointer:
-    """A journal in this process's memory: for tests and for moving runs between stores.
+class Journal:
+    """One run's journal, opened by its single driver.
 
-    Events are stored encoded, exactly as a file would keep them, so what survives here is
-    what would survive on disk.
+    The step counter (`position`) is bumped in exactly one place, `next_step`; step ids are
+    derived from it, so a replay mints the same ids as the first pass.
     """
 
-    def __init__(self) -> None:
-        self._headers: dict[str, str] = {}
-        self._records: dict[str, list[Record]] = {}
-        self._keys: dict[str, set[tuple[str, str, int]]] = {}
-        self._final: dict[str, Record] = {}
-        self._held: set[str] = set()
-        self._holding = threading.Lock()  # event loops in several threads may share the store
+    def __init__(
+        self, run_id: str, checkpointer: Checkpointer, steps: dict[int, StepHistory]
+    ) -> None:
+        self.run_id = run_id
+        self.checkpointer = checkpointer
+        self.steps = steps
+        self.position = 0
 
-    def __repr__(self) -> str:
-        return "MemoryCheckpointer()"
+    @classmethod
+    async def open(
+        cls, run_id: str, checkpointer: Checkpointer, configuration: dict[str, Any], task: str
+    ) -> tuple[Journal, FinalStep | None]:
+        """Open the run's journal, starting it if new. Returns the final step of a closed run.
 
-    async def load(self, run_id: str) -> RunState:
-        header = self._headers.get(check_run_id(run_id))
-        next_seq = len(self._records.get(run_id, ()))
-        return run_state(run_id, header, next_seq, self._final.get(run_id))
+        Raises `ConfigurationChanged` when the run was started by an agent configured otherwise
+        (or for another task), and `ReplayDivergence` when a tool the journal used is gone.
+        """
+        state = await checkpointer.load(run_id)
+        if state.header is None:
+            await checkpointer.start(
+                run_id, {"format": FORMAT_VERSION, "agent": configuration, "task": task}
+            )
+            return cls(run_id, checkpointer, {}), None
+        recorded = state.header["agent"]
+        changes = {
+            name: (recorded.get(name), configuration.get(name))
+            for name in configuration
+            if name != "tools" and recorded.get(name) != configuration.get(name)
+        }
+        if state.header.get("task") != task:
+            changes["task"] = (state.header.get("task"), task)
+        tools_changed = recorded.get("tools") != configuration["tools"]
+        if state.closed:  # returned without reading the journal, but never to another agent
+            if tools_changed:
+                changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
+            if changes:
+                raise ConfigurationChanged(run_id, changes)
+            return cls(run_id, checkpointer, {}), state.final
+        # read back as replayed: a completed step is yielded as it is, never copied
+        steps = index(decode_all(run_id, await checkpointer.records(run_id), replayed=True))
+        if tools_changed:  # a journaled call to a tool that is gone names its step
+            _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
+            changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
+        if changes:
+            raise ConfigurationChanged(run_id, changes)
+        return cls(run_id, checkpointer, steps), None
 
-    async def start(self, run_id: str, header: dict[str, Any]) -> None:
-        text = encode_header(check_run_id(run_id), header)
-        if run_id not in self._headers:
-            self._headers[run_id] = text
-            self._records[run_id] = []
-            self._keys[run_id] = set()
+    def peek(self) -> StepHistory | None:
+        """What the journal holds at the next position, without minting a step."""
+        return self.steps.get(self.position)
 
-    async def append(self, run_id: str, events: Sequence[Step]) -> int:
-        encoded = encode_events(run_id, events)
-        if run_id not in self._headers:
-            raise never_started(run_id)
-        records, keys = self._records[run_id], self._keys[run_id]
-        for step_id, phase, attempt, data in encoded:
-            if (step_id, phase, attempt) in keys:
-                continue
-            keys.add((step_id, phase, attempt))
-            record = Record(len(records), step_id, phase, attempt, data)
-            records.append(record)
-            if is_final(step_id):
-                self._final[run_id] = record
-        return len(records)
+    def next_step(self, kind: str) -> tuple[str, StepHistory | None]:
+        """Mint the next step's id and return what the journal holds at its position.
 
-    async def records(self, run_id: str) -> list[Record]:
-        return list(self._records.get(check_run_id(run_id), ()))
+        Raises `ReplayDivergence` when the journal holds a step of another kind there.
+        """
+        position = self.position
+        self.position += 1
+        new_id = step_id(position, kind)
+        history = self.steps.get(position)
+        if history is not None and history.step_id != new_id:
+            raise ReplayDivergence(self.run_id, new_id, f"a {history.kind} step", f"a {kind} step")
+        return new_id, history
 
-    def hold(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        check_run_id(run_id)
+    async def write(self, *events: Step) -> None:
+        """Append events in one commit. The loop yields an event only after writing it."""
+        await self.checkpointer.append(self.run_id, events)
 
-        def try_acquire() -> Callable[[], None] | None:
-            with self._holding:
-                if run_id in self._held:
-                    return None
-                self._held.add(run_id)
-            return lambda: self._held.discard(run_id)
+    async def confirm_hold(self) -> None:
+        """Make sure the run is still held, where a store can lose a hold without its holder
+        knowing (PostgreSQL: the server ended the lock's session while the consumer held the
+        last event). Raises `StoreUnavailable` then; a store whose hold cannot be lost while
+        its process lives (SQLite, memory) has nothing to ask."""
+        confirm = getattr(self.checkpointer, "confirm_hold", None)
+        if confirm is not None:
+            await confirm(self.run_id)
 
-        return holding(f"memory:{id(self)}", "an in-memory journal", run_id, try_acquire)
+    # ── the checks of a resume: the journal's step must be the step the loop makes now ──────
 
-    def run_ids(self) -> Iterable[str]:
-        return list(self._headers)
+    def check_same_request(
+        self, model_id: str, history: StepHistory | None, fingerprint: str
+    ) -> None:
+        """Raise `ReplayDivergence` when the journal's model call was made on another context."""
+        recorded = history and (history.completed or history.attempted)
+        if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
+            raise ReplayDivergence(
+                self.run_id, model_id, "a model call on another context", "a different context"
+            )
+
+    def check_same_call(self, tool_id: str, history: StepHistory | None, call: ToolCall) -> None:
+        """Raise `ReplayDivergence` when the journal's tool step called something else."""
+        recorded = history and (history.attempted or history.completed)
+        if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
+            call.name,
+            call.arguments,
+        ):
+            raise ReplayDivergence(
+                self.run_id,
+                tool_id,
+                f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
+                f"a call to {call.name!r} with {call.arguments!r}",
+            )
+
+    def next_attempt(
+        self, tool_id: str, call: ToolCall, history: StepHistory | None, *, idempotent: bool
+    ) -> int:
+        """The attempt number of a tool step about to run. Raises `UncertainEffect` when
+        running it again could repeat an effect nobody allowed to repeat."""
+        if history is None or history.attempted is None:
+            return 1
+        if not idempotent and not history.retry_allowed:
+            raise UncertainEffect(self.run_id, tool_id, call.name, call.arguments)
+        return history.attempt + 1
+
+    def approval(self, call: ToolCall) -> ApprovalStep:
+        """Mint the approval step of `call`: the request if nobody decided yet, else the
+        decision. Raises `ReplayDivergence` when the journal approves another call there."""
+        approval_id, history = self.next_step("approval")
+        request = history.attempted if history is not None else None
+        if not isinstance(request, ApprovalStep) or request.call != call:
+            raise ReplayDivergence(
+                self.run_id, approval_id, f"an approval of {request!r}", f"a call {call!r}"
+            )
+        decided = history.completed if history is not None else None
+        if isinstance(decided, ApprovalStep):
+            return decided.as_replayed()
+        return request.as_replayed()
+
+
+def _tool_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The tool names only in `before` and only in `after` (changed ones appear in both)."""
+    changed = sorted(name for name in before.keys() & after.keys() if before[name] != after[name])
+    return sorted(before.keys() - after.keys()) + changed, sorted(
+        after.keys() - before.keys()
+    ) + changed
+
+
+def _check_used_tools(
+    run_id: str, steps: dict[int, StepHistory], before: dict[str, Any], tools: dict[str, Any]
+) -> None:
+    """Name the first journaled step that called a tool the agent no longer has."""
+    for position in sorted(steps):
+        history = steps[position]
+        event = history.attempted or history.completed
+        if (
+            isinstance(event, ToolStep)
+            and event.call.name in before
+            and event.call.name not in tools
+        ):
+            raise ReplayDivergence(
+                run_id,
+                history.step_id,
+                f"a call to tool {event.call.name!r}",
+                f"an agent without that tool (it has: {', '.join(sorted(tools)) or 'none'})",
+            )

@@ -273,6 +273,12 @@ def lone_surrogate(text: str) -> int | None:
     return None if found is None else found.start()
 
 
+def surrogate_problem(text: str) -> str | None:
+    """What makes `text` unkeepable as UTF-8 (its first unpaired surrogate), or None."""
+    at = lone_surrogate(text)
+    return None if at is None else f"an unpaired surrogate {text[at]!r} at index {at}"
+
+
 def without_surrogates(text: str) -> str:
     """`text` with each surrogate code point replaced by U+FFFD, as a UTF-8 decoder does."""
     return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text

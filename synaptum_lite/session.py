@@ -12,12 +12,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .checkpointer import Checkpointer, load_events
 from .errors import ConfigurationError, NothingToResolve
 from .events import ApprovalDecision, ApprovalStep, Decision, Phase, Step, ToolStep
 from .gateway import Gateway
-from .journal import Checkpointer, load_events
+from .journal import StepHistory, index
 from .messages import ToolResult, lone_surrogate
-from .replay import StepHistory, index
 from .tools import to_result_text
 
 if TYPE_CHECKING:

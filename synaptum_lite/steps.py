@@ -14,9 +14,9 @@ from .context import Context
 from .errors import ConfigurationError
 from .events import Decision, DelegationStep, FinalStep, Phase, ToolStep, step_id
 from .execution import run_delegation, run_tool
+from .journal import Journal
 from .messages import ToolCall, ToolResult, Usage
 from .policy import Action, Proposal, Verdict
-from .replay import Journal
 from .session import Session
 from .tools import Tool, ToolContext
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .checkpointer import Checkpointer, load_events
 from .events import DelegationStep, ModelStep, Phase
-from .journal import Checkpointer, load_events
 from .messages import Usage
 
 

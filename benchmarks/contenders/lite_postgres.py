@@ -8,7 +8,7 @@ import psycopg
 from benchmarks.contenders.lite import build
 from benchmarks.workload import Workload
 from synaptum_lite import Session
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 
 
 def _split(store: str) -> tuple[str, str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from synaptum_lite import Agent, FinalStep, Risk, Role, Session, SqliteCheckpointer
-from synaptum_lite.a2a import RemoteAgent, remote_agent
+from synaptum_lite.integrations.a2a import RemoteAgent, remote_agent
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
@@ -81,7 +81,7 @@ def journal(almacen: Path) -> SqliteCheckpointer:
 
 def morir_al_enviar() -> None:
     """Envuelve el envío: el proceso muere con la respuesta del servidor en la mano."""
-    from synaptum_lite import a2a_wire
+    from synaptum_lite.integrations import a2a_wire
 
     enviar = a2a_wire.Rpc.send
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from synaptum_lite import Risk, Session, SqliteCheckpointer
-from synaptum_lite.a2a import remote_agent
+from synaptum_lite.integrations.a2a import remote_agent
 from synaptum_lite.testing import ScriptedGateway
 
 

@@ -1,5 +1,6 @@
-"""An A2A 1.0 server built with the reference SDK (a2a-sdk), so that synaptum_lite.a2a is
-checked against an implementation of the protocol that is not ours.
+"""An A2A 1.0 server built with the reference SDK (a2a-sdk), so that our A2A client
+(synaptum_lite.integrations.a2a) is checked against an implementation of the protocol that is
+not ours.
 
     python -m tests.a2a.sdk_server PORT SECONDS
 

@@ -26,7 +26,7 @@ from synaptum_lite import (
     Session,
     SqliteCheckpointer,
 )
-from synaptum_lite.a2a import remote_agent
+from synaptum_lite.integrations.a2a import remote_agent
 from synaptum_lite.testing import ScriptedGateway
 
 SERVER = Path(__file__).with_name("ataque_servidor.py")

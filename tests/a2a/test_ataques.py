@@ -18,7 +18,7 @@ from synaptum_lite import (
     Session,
     load_events,
 )
-from synaptum_lite.a2a import RemoteTaskTimeout, remote_agent
+from synaptum_lite.integrations.a2a import RemoteTaskTimeout, remote_agent
 
 ANSWER = "Viaje listo. Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
 

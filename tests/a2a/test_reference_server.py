@@ -15,7 +15,7 @@ import _hijo_19 as hijo
 import pytest
 
 from synaptum_lite import FinalStep, Risk, Session, load_events
-from synaptum_lite.a2a import remote_agent
+from synaptum_lite.integrations.a2a import remote_agent
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER = "Recomiendo el TP1947, según un servidor del SDK de referencia."

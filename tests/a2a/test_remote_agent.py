@@ -22,7 +22,7 @@ from synaptum_lite import (
     load_events,
     run_usage,
 )
-from synaptum_lite.a2a import RemoteAgent, remote_agent
+from synaptum_lite.integrations.a2a import RemoteAgent, remote_agent
 from synaptum_lite.tools import TOOL_NAME
 
 ANSWER = "Viaje listo. Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."

@@ -114,7 +114,7 @@ TASK = "Transfiere 100 € de ES91 a ES12 y avisa."
 def open_store(location: str) -> Checkpointer:
     """The checkpointer a location names: a PostgreSQL URL (`URL#schema`), else a SQLite file."""
     if location.startswith("postgresql://"):
-        from synaptum_lite.postgres import PostgresCheckpointer
+        from synaptum_lite.stores.postgres import PostgresCheckpointer
 
         url, _, schema = location.partition("#")
         return PostgresCheckpointer(url, schema=schema or "synaptum_lite")

@@ -2,7 +2,7 @@
 right after any write of the import.
 
 `python -m tests.core.ataque_almacen_import_hijo EXPORT DATABASE [--die-after N] [--piecewise]`
-imports the JSON lines in EXPORT (`synaptum_lite.transfer.import_run`) into DATABASE; with
+imports the JSON lines in EXPORT (`synaptum_lite.stores.transfer.import_run`) into DATABASE; with
 `--die-after N` it SIGKILLs itself as soon as the N-th write of the import (a `start_with`, a
 `start` or an `append`, in the order the import makes them) has returned, before the import
 goes on. `--piecewise` hides `start_with`, as a store without it (PostgreSQL) is imported:
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from synaptum_lite import SqliteCheckpointer, Step
-from synaptum_lite.transfer import import_run
+from synaptum_lite.stores.transfer import import_run
 
 
 class DiesAfterWrites:

@@ -47,7 +47,7 @@ def single_process_platform(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     Only the platform test is forced; the rest of the process keeps its own OS, where `fcntl`
     (or `msvcrt` on Windows) really locks, so a lock attempted by mistake would show in the
     list, and would work."""
-    from synaptum_lite import runlock
+    from synaptum_lite.stores import runlock
 
     attempted: list[str] = []
 

@@ -108,7 +108,7 @@ def test_a_forked_child_leaving_the_hold_it_inherited_does_not_free_its_parents_
 
 def run_lock_file(database: Path, run_id: str) -> Path:
     """The flock file of `run_id` (macOS), as `runlock` names it."""
-    from synaptum_lite import runlock
+    from synaptum_lite.stores import runlock
 
     digest = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big")
     offset = runlock._RUN_LOCKS_FROM + (digest >> 3)

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from synaptum_lite import SqliteCheckpointer
-from synaptum_lite.transfer import export_run
+from synaptum_lite.stores.transfer import export_run
 
 from .agents import ANSWER
 from .test_kill import ROOT, _model_steps_completed_before, child, effects, model_calls

@@ -448,7 +448,7 @@ asyncio.run(main(*sys.argv[1:]))
 """
 LOOKER = """
 import asyncio, contextlib, io, sys
-from synaptum_lite import cli
+from synaptum_lite.cli import main as cli
 
 async def main(store, times):
     for _ in range(int(times)):
@@ -956,7 +956,7 @@ def test_the_usage_listed_is_the_total_run_usage_computes(journal: Path) -> None
     import asyncio
 
     from synaptum_lite import load_events, run_usage
-    from synaptum_lite.runview import usage_of
+    from synaptum_lite.cli.runview import usage_of
 
     async def both(store: SqliteCheckpointer, run_id: str) -> tuple[object, object]:
         events = await load_events(store, run_id)

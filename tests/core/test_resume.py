@@ -32,8 +32,8 @@ from synaptum_lite import (
     load_events,
     tool,
 )
+from synaptum_lite.stores.transfer import export_run, import_run
 from synaptum_lite.testing import ScriptedGateway, calls, says
-from synaptum_lite.transfer import export_run, import_run
 
 from .conftest import run
 

@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from synaptum_lite import RunBusy, Session, SqliteCheckpointer
-from synaptum_lite.runlock import _lock_kind
+from synaptum_lite.stores.runlock import _lock_kind
 
 from . import agents
 from .conftest import run, single_process_platform

@@ -24,8 +24,8 @@ from synaptum_lite import (
     load_events,
     tool,
 )
+from synaptum_lite.stores.transfer import copy_run, export_run, import_run
 from synaptum_lite.testing import ScriptedGateway, calls, says
-from synaptum_lite.transfer import copy_run, export_run, import_run
 
 from . import agents
 from .agents import ANSWER, TASK, cajero, double

@@ -60,8 +60,8 @@ from synaptum_lite import (  # noqa: E402
     load_events,
     tool,
 )
+from synaptum_lite.stores.transfer import export_run, import_run  # noqa: E402
 from synaptum_lite.testing import ScriptedGateway, calls, says  # noqa: E402
-from synaptum_lite.transfer import export_run, import_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,7 +191,7 @@ def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
     # Windows takes its own lock (msvcrt.locking), chosen by sys.platform; it cannot run here
     from unittest import mock
 
-    from synaptum_lite import runlock
+    from synaptum_lite.stores import runlock
 
     with mock.patch.object(sys, "platform", "win32"):
         assert runlock._lock_kind() == "windows"
@@ -204,7 +204,7 @@ def _el_nucleo_solo_usa_la_biblioteca_estandar() -> None:
     assert project["requires-python"].startswith(">=3.11")
     assert project.get("dependencies", []) == []
     program = (
-        "import sys\nimport synaptum_lite, synaptum_lite.testing, synaptum_lite.transfer\n"
+        "import sys\nimport synaptum_lite, synaptum_lite.testing, synaptum_lite.stores.transfer\n"
         "outside = sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
         " - {'synaptum_lite', '__main__'})\nprint(outside)"
     )

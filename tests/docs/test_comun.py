@@ -41,7 +41,7 @@ def test_without_model_variables_the_gateway_is_the_scripted_double(comun) -> No
 
 def test_a_url_selects_the_http_gateway_and_the_header_says_so(comun, monkeypatch) -> None:
     pytest.importorskip("httpx")
-    from synaptum_lite.http import OpenAICompatibleGateway
+    from synaptum_lite.gateways.http import OpenAICompatibleGateway
 
     monkeypatch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("SYNAPTUM_MODEL", "un-modelo")
@@ -54,7 +54,7 @@ def test_a_url_selects_the_http_gateway_and_the_header_says_so(comun, monkeypatc
 
 def test_axonium_takes_precedence_over_the_url(comun, monkeypatch) -> None:
     pytest.importorskip("axonium")
-    from synaptum_lite.axonium import AxoniumGateway
+    from synaptum_lite.gateways.axonium import AxoniumGateway
 
     monkeypatch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("AXONIUM_CLIENT_ID", "cliente")

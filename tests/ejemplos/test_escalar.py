@@ -13,7 +13,7 @@ from tests.postgres.store import import_psycopg, require_server
 
 import_psycopg()
 
-from synaptum_lite.postgres import PostgresCheckpointer  # noqa: E402  (after the skip)
+from synaptum_lite.stores.postgres import PostgresCheckpointer  # noqa: E402  (after the skip)
 
 EJECUCIONES = []
 
@@ -39,7 +39,7 @@ def test_el_checkpointer_se_crea_con_una_url_de_libpq_y_no_conecta_hasta_usarse(
     gateway = ScriptedGateway([])
     # --8<-- [start:crear]
     from synaptum_lite import Session
-    from synaptum_lite.postgres import PostgresCheckpointer
+    from synaptum_lite.stores.postgres import PostgresCheckpointer
 
     almacen = PostgresCheckpointer("postgresql://agentes:clave@db.interna:5432/agentes")
     sesion = Session("pedido-42", gateway, almacen)
@@ -97,9 +97,9 @@ def test_un_run_se_lleva_de_sqlite_a_postgresql_directo_y_por_un_fichero(tmp_pat
 
     asyncio.run(escribir())
     esquema = f"test_escalar_{uuid.uuid4().hex[:8]}"
-    import synaptum_lite.postgres
+    import synaptum_lite.stores.postgres
 
-    class EnSuEsquema(synaptum_lite.postgres.PostgresCheckpointer):
+    class EnSuEsquema(synaptum_lite.stores.postgres.PostgresCheckpointer):
         def __init__(self, url):
             super().__init__(url, schema=esquema)
 
@@ -110,7 +110,7 @@ def test_un_run_se_lleva_de_sqlite_a_postgresql_directo_y_por_un_fichero(tmp_pat
         from pathlib import Path
 
         from synaptum_lite import SqliteCheckpointer
-        from synaptum_lite.transfer import copy_run, export_run, import_run
+        from synaptum_lite.stores.transfer import copy_run, export_run, import_run
 
         await copy_run(SqliteCheckpointer("runs.db"), PostgresCheckpointer(URL), "pedido-42")
 

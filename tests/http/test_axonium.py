@@ -29,8 +29,8 @@ from synaptum_lite import (  # noqa: E402
     ToolCall,
     Usage,
 )
-from synaptum_lite.axonium import AxoniumGateway  # noqa: E402
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
+from synaptum_lite.gateways.axonium import AxoniumGateway  # noqa: E402
 
 from . import conftest  # noqa: E402
 from .fault_server import Exchange, FaultServer  # noqa: E402

@@ -34,12 +34,12 @@ from synaptum_lite import (  # noqa: E402
     run_usage,
 )
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
-from synaptum_lite.http import (  # noqa: E402
+from synaptum_lite.gateways.http import (
     ERROR_BODY_BYTES,
     MAX_RESPONSE_BYTES,
     OpenAICompatibleGateway,
 )
-from synaptum_lite.http_failures import retry_after  # noqa: E402
+from synaptum_lite.gateways.http_failures import retry_after  # noqa: E402
 
 from .conftest import KEY, USAGE, chunk, completion, teller, tool_call_message  # noqa: E402
 from .fault_server import Exchange, FaultServer  # noqa: E402

@@ -31,8 +31,8 @@ from synaptum_lite import (  # noqa: E402
     tool,
 )
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
-from synaptum_lite.http import DEADLINE, OpenAICompatibleGateway  # noqa: E402
-from synaptum_lite.http_failures import retry_after  # noqa: E402
+from synaptum_lite.gateways.http import DEADLINE, OpenAICompatibleGateway  # noqa: E402
+from synaptum_lite.gateways.http_failures import retry_after  # noqa: E402
 
 from .conftest import KEY, USAGE  # noqa: E402
 from .fault_server import FaultServer  # noqa: E402

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from synaptum_lite import Agent, FinalStep, Role, Session, SqliteCheckpointer
-from synaptum_lite.mcp import McpServer, connect
+from synaptum_lite.integrations.mcp import McpServer, connect
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from synaptum_lite import (
     UncertainEffect,
     load_events,
 )
-from synaptum_lite.mcp import McpServerLost, connect, risk_of
+from synaptum_lite.integrations.mcp import McpServerLost, connect, risk_of
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from .incidencias import (
@@ -273,7 +273,7 @@ def test_a_server_that_exits_before_answering_is_a_clear_error_at_start_up(tmp_p
 def test_without_the_sdk_the_error_says_what_to_install():
     code = (
         "import sys, asyncio; sys.modules['mcp'] = None\n"
-        "from synaptum_lite.mcp import connect\n"
+        "from synaptum_lite.integrations.mcp import connect\n"
         "async def main():\n"
         "    async with connect('x', prefix='p'):\n"
         "        pass\n"
@@ -284,13 +284,16 @@ def test_without_the_sdk_the_error_says_what_to_install():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "ConfigurationError synaptum_lite.mcp needs the MCP SDK, and the `mcp` package is not "
-        "installed; install the extra: pip install 'synaptum-lite[mcp]' (or: uv sync --extra mcp)"
+        "ConfigurationError synaptum_lite.integrations.mcp needs the MCP SDK, and the `mcp` "
+        "package is not installed; install the extra: pip install 'synaptum-lite[mcp]' "
+        "(or: uv sync --extra mcp)"
     )
 
 
 def test_the_adapter_module_imports_without_the_sdk():
-    code = "import sys; sys.modules['mcp'] = None; import synaptum_lite.mcp; print('ok')"
+    code = (
+        "import sys; sys.modules['mcp'] = None; import synaptum_lite.integrations.mcp; print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
 

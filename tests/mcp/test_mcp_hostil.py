@@ -23,7 +23,7 @@ from synaptum_lite import (
     UncertainEffect,
     load_events,
 )
-from synaptum_lite.mcp import IDEMPOTENCY_KEY, McpServerLost, connect
+from synaptum_lite.integrations.mcp import IDEMPOTENCY_KEY, McpServerLost, connect
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from .efectos import count, records

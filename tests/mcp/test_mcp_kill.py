@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import FinalStep, Session, SqliteCheckpointer, UncertainEffect
-from synaptum_lite.mcp import McpServerLost
+from synaptum_lite.integrations.mcp import McpServerLost
 from synaptum_lite.testing import ScriptedGateway
 
 from .incidencias import (

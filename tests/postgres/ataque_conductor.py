@@ -15,7 +15,7 @@ import asyncio
 import sys
 
 from synaptum_lite import RunBusy, StoreUnavailable
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from tests.postgres import workers
 
 

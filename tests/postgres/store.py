@@ -213,7 +213,7 @@ def with_parameter(url: str, name: str, value: str) -> str:
 def postgres_store(tmp: Path):
     """A checkpointer on the test server, in the schema of the test that owns `tmp`."""
     url = require_server()
-    from synaptum_lite.postgres import PostgresCheckpointer
+    from synaptum_lite.stores.postgres import PostgresCheckpointer
 
     _drop_schemas_at_exit()
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import Phase, RunBusy, Session, StoreUnavailable, UncertainEffect
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from tests.core import agents
 from tests.core.agents import ANSWER, TASK, cajero, double
 from tests.core.conftest import run

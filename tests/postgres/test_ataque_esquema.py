@@ -26,7 +26,7 @@ from synaptum_lite import (
     StoreUnavailable,
 )
 from synaptum_lite.errors import StoreForbidden, StoreUnreachable
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from tests.core.agents import ANSWER
 from tests.core.conftest import run
 from tests.core.test_conformance import HEADER, model_step

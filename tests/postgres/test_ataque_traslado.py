@@ -11,8 +11,8 @@ import sys
 import uuid
 
 from synaptum_lite import SqliteCheckpointer
-from synaptum_lite.postgres import PostgresCheckpointer
-from synaptum_lite.transfer import copy_run
+from synaptum_lite.stores.postgres import PostgresCheckpointer
+from synaptum_lite.stores.transfer import copy_run
 from tests.core import agents
 from tests.core.agents import ANSWER
 from tests.core.conftest import run
@@ -26,8 +26,8 @@ psycopg = import_psycopg()
 IMPORTER = (
     "import asyncio, sys\n"
     "from synaptum_lite import SqliteCheckpointer\n"
-    "from synaptum_lite.postgres import PostgresCheckpointer\n"
-    "from synaptum_lite.transfer import copy_run\n"
+    "from synaptum_lite.stores.postgres import PostgresCheckpointer\n"
+    "from synaptum_lite.stores.transfer import copy_run\n"
     "source = SqliteCheckpointer(sys.argv[1])\n"
     "destination = PostgresCheckpointer(sys.argv[2], schema=sys.argv[3])\n"
     "asyncio.run(copy_run(source, destination, 'r'))\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import CorruptJournal, Phase, Session, StoreUnavailable, load_events
-from synaptum_lite.postgres import PostgresCheckpointer
-from synaptum_lite.transfer import export_run
+from synaptum_lite.stores.postgres import PostgresCheckpointer
+from synaptum_lite.stores.transfer import export_run
 from tests.core import agents
 from tests.core.agents import ANSWER, TASK, cajero, double
 from tests.core.conftest import run

@@ -19,7 +19,7 @@ from synaptum_lite import (
     StoreUnavailable,
     UnsupportedFormat,
 )
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from tests.core.agents import TASK, cajero, double
 from tests.core.conftest import run
 from tests.core.test_conformance import HEADER, model_step
@@ -32,9 +32,9 @@ psycopg = import_psycopg()
 def test_the_module_imports_without_psycopg_and_says_how_to_install_it():
     code = (
         "import sys; sys.modules['psycopg'] = None\n"  # as if it were not installed
-        "import synaptum_lite.postgres, synaptum_lite.transfer\n"
+        "import synaptum_lite.stores.postgres, synaptum_lite.stores.transfer\n"
         "try:\n"
-        "    synaptum_lite.postgres.PostgresCheckpointer('postgresql://localhost/db')\n"
+        "    synaptum_lite.stores.postgres.PostgresCheckpointer('postgresql://localhost/db')\n"
         "except synaptum_lite.ConfigurationError as error:\n"
         "    print(error)\n"
     )
@@ -128,7 +128,7 @@ def test_a_second_process_is_told_busy_while_a_run_is_held(tmp_path):
     code = (
         "import asyncio, sys\n"
         "from synaptum_lite import RunBusy\n"
-        "from synaptum_lite.postgres import PostgresCheckpointer\n"
+        "from synaptum_lite.stores.postgres import PostgresCheckpointer\n"
         "async def main():\n"
         "    try:\n"
         "        async with PostgresCheckpointer(sys.argv[1], schema=sys.argv[2]).hold('r'):\n"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from tests.core.agents import ANSWER
 from tests.core.conftest import run
 from tests.core.test_kill import ROOT, completed_steps

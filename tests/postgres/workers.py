@@ -39,7 +39,7 @@ from synaptum_lite import (
     UncertainEffect,
     tool,
 )
-from synaptum_lite.postgres import PostgresCheckpointer
+from synaptum_lite.stores.postgres import PostgresCheckpointer
 from synaptum_lite.testing import ScriptedGateway
 from tests.core.agents import ANSWER, TASK, responder
 

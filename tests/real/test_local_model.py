@@ -32,7 +32,7 @@ from synaptum_lite import (  # noqa: E402
     ToolStep,
     tool,
 )
-from synaptum_lite.http import OpenAICompatibleGateway  # noqa: E402
+from synaptum_lite.gateways.http import OpenAICompatibleGateway  # noqa: E402
 from tests.real import NO_SERVER  # noqa: E402
 
 BASE_URL = os.environ.get("SYNAPTUM_LOCAL_MODEL_URL")

@@ -1,7 +1,7 @@
 """Every public name appears in the reference, as the built page shows it.
 
 Public: `synaptum_lite.__all__`, and `synaptum_lite.testing.__all__`, and the functions of
-`synaptum_lite.transfer`. Each must have its own entry on `referencia/` (an anchor that
+`synaptum_lite.stores.transfer`. Each must have its own entry on `referencia/` (an anchor that
 mkdocstrings gives every documented object), so a name added to the package and forgotten in
 `docs/referencia.md` fails here.
 """
@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 
 import synaptum_lite
+import synaptum_lite.stores.transfer
 import synaptum_lite.testing
-import synaptum_lite.transfer
 
 
 def public_names() -> dict[str, set[str]]:
     """Each public name, as a reader imports it, and the anchors that may document it: the
-    name itself, or the object's home module (`synaptum_lite.postgres.PostgresCheckpointer`)."""
+    name itself, or the object's home module
+    (`synaptum_lite.stores.postgres.PostgresCheckpointer`)."""
     names: dict[str, set[str]] = {}
     modules = [synaptum_lite, synaptum_lite.testing]
     for module in modules:
@@ -27,7 +28,7 @@ def public_names() -> dict[str, set[str]]:
             member = getattr(module, name)
             home = getattr(member, "__module__", module.__name__)
             names[f"{module.__name__}.{name}"] = {f"{module.__name__}.{name}", f"{home}.{name}"}
-    transfer = synaptum_lite.transfer
+    transfer = synaptum_lite.stores.transfer
     for name, member in vars(transfer).items():
         if not name.startswith("_") and inspect.isfunction(member):
             if member.__module__ == transfer.__name__:

@@ -26,12 +26,12 @@ import os
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
-from .errors import ConfigurationError, ProviderError
-from .gateway import LocalGateway
+from ..errors import ConfigurationError, ProviderError
+from ..gateway import LocalGateway
+from ..messages import ModelRequest, ModelResponse, ToolCall, Usage
+from ..policy import Policy, allow_everything
+from ..tools import Tool
 from .http import AGAIN
-from .messages import ModelRequest, ModelResponse, ToolCall, Usage
-from .policy import Policy, allow_everything
-from .tools import Tool
 from .wire import MalformedAnswer, request_body, token_count, tool_call_from_wire, with_unique_ids
 
 INSTALL = "pip install 'synaptum-lite[axonium]' (or: uv sync --extra axonium)"

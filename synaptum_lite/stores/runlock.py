@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from .errors import ConfigurationError, LockFailed
+from ..errors import ConfigurationError, LockFailed
 
 # the file a journal may be (sqlite_file.py); importable from here, where the store asks
 from .sqlite_file import refuse_odd_files as refuse_odd_files

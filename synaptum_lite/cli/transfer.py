@@ -10,10 +10,10 @@ import contextlib
 import json
 import sys
 
-from . import CorruptJournal, NotAJournal
-from .cli_output import say, write
+from .. import CorruptJournal, NotAJournal
+from ..stores.transfer import export_run, import_run
+from .output import say, write
 from .runview import Failure, Store, has_journal, read_run
-from .transfer import export_run, import_run
 
 
 async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:

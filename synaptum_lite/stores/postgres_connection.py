@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError, DamagedStore, StoreForbidden, StoreFull, StoreUnavailable
+from ..errors import ConfigurationError, DamagedStore, StoreForbidden, StoreFull, StoreUnavailable
 
 
 def import_psycopg() -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import (
+from .. import (
     ApprovalStep,
     Checkpointer,
     DelegationStep,
@@ -89,7 +89,7 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
             raise Failure(2, f"the URL's port {port!r} {what}; fix the URL") from None
         if fragment and schema and fragment != schema:
             raise Failure(2, f"two schemas given: #{fragment} and --schema {schema}; give one")
-        from .postgres import PostgresCheckpointer
+        from ..stores.postgres import PostgresCheckpointer
 
         try:
             store = PostgresCheckpointer(url, schema=fragment or schema or "synaptum_lite")
@@ -205,7 +205,7 @@ async def is_held(store: Store, run_id: str) -> bool:
         if asked is not None:
             return asked
     elif store.url:
-        from .postgres import lock_key
+        from ..stores.postgres import lock_key
 
         if store.locks is None:
             store.locks = await _advisory_locks(store)
@@ -220,7 +220,7 @@ async def is_held(store: Store, run_id: str) -> bool:
 def _file_says_held(path: str, run_id: str) -> bool | None:
     """Whether another driver holds the run's byte of the journal, or None where the lock
     cannot be asked about without taking it (`runlock.held`)."""
-    from . import runlock
+    from ..stores import runlock
 
     return runlock.held(path, run_id)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import (
+from ..messages import (
     Message,
     ModelRequest,
     ModelResponse,

@@ -41,23 +41,23 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from . import a2a_wire as wire
-from .a2a_answers import bounded, decode, excerpt
-from .a2a_wire import RemoteTaskTimeout
-from .agent import Agent, TextFragment
-from .errors import (
+from ..agent import Agent, TextFragment
+from ..errors import (
     ConfigurationError,
     RemoteProtocolError,
     RemoteTaskLost,
     RemoteUnavailable,
     UncertainEffect,
 )
-from .events import FinalStep, Phase, Step, ToolStep
-from .messages import ToolCall, ToolResult, Usage
-from .redaction import without_userinfo
-from .replay import Journal, StepHistory
-from .session import Session
-from .tools import Risk
+from ..events import FinalStep, Phase, Step, ToolStep
+from ..gateways.redaction import without_userinfo
+from ..journal import Journal, StepHistory
+from ..messages import ToolCall, ToolResult, Usage
+from ..session import Session
+from ..tools import Risk
+from . import a2a_wire as wire
+from .a2a_answers import bounded, decode, excerpt
+from .a2a_wire import RemoteTaskTimeout
 
 __all__ = [
     "RemoteAgent",

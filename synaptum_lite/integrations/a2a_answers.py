@@ -1,4 +1,4 @@
-"""What an A2A server's answers hold, read and checked for `synaptum_lite.a2a_wire`: a JSON
+"""What an A2A server's answers hold, read and checked for `a2a_wire`: a JSON
 body, a task (its states, its shape, and the answer it gives when it stops), a message's text,
 a `Retry-After` header, and a value of the server's quoted in a message. Nothing here sends: a
 check returns what is wrong, and `a2a_wire` turns that into a `RemoteProtocolError` naming the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .messages import ToolResult, lone_surrogate, without_surrogates
+from ..messages import ToolResult, lone_surrogate, without_surrogates
 
 TERMINAL_STATES = frozenset(
     {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}

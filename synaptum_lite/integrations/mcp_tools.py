@@ -1,6 +1,7 @@
 """What a tool an MCP server lists becomes in an agent, and what a call to it does: the
-`McpTool`s that `synaptum_lite.mcp.connect` hands out are built here, from what the server
-listed. The MCP SDK is imported inside the functions that use it, as in `synaptum_lite.mcp`.
+`McpTool`s that `synaptum_lite.integrations.mcp.connect` hands out are built here, from what
+the server listed. The MCP SDK is imported inside the functions that use it, as in
+`synaptum_lite.integrations.mcp`.
 
 Each listed tool becomes a `Tool` (an `McpTool`):
 
@@ -52,8 +53,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import ConfigurationError, InvalidToolCall, McpServerLost
-from .tools import Risk, Tool, ToolContext
+from ..errors import ConfigurationError, InvalidToolCall, McpServerLost
+from ..tools import Risk, Tool, ToolContext
 
 if TYPE_CHECKING:
     from mcp import ClientSession

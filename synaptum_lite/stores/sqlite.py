@@ -20,9 +20,9 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from . import runlock
-from . import sqlite_schema as sql
-from .errors import (
+from ..checkpointer import RunState, holding, run_state
+from ..codec import Encoded, Record, check_run_id, encode_events, encode_header
+from ..errors import (
     ConfigurationError,
     CorruptJournal,
     DamagedStore,
@@ -32,16 +32,9 @@ from .errors import (
     StoreReplaced,
     StoreUnavailable,
 )
-from .events import Record, Step
-from .journal import (
-    Encoded,
-    RunState,
-    check_run_id,
-    encode_events,
-    encode_header,
-    holding,
-    run_state,
-)
+from ..events import Step
+from . import runlock
+from . import sqlite_schema as sql
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat as _stat
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 
 def refuse_odd_files(database: str | os.PathLike[str], stat: os.stat_result) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from .cli_output import STEERING
+from .output import STEERING
 from .runview import STATES, Failure
 
 EXIT_CODES = """exit codes:

@@ -13,15 +13,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import (
-    CorruptJournal,
-    DamagedStore,
-    NotAJournal,
-    StoreUnavailable,
-    UnsupportedFormat,
-)
-from .events import Record
-from .journal import FORMAT_VERSION, Encoded, is_final, never_started
+from ..checkpointer import FORMAT_VERSION, is_final, never_started
+from ..codec import Encoded, Record
+from ..errors import CorruptJournal, DamagedStore, NotAJournal, StoreUnavailable, UnsupportedFormat
 
 # The file says what it is: `application_id` marks a synaptum_lite journal and
 # `user_version` is its format. Events live in a rowid table (rows of a kilobyte or more

@@ -12,7 +12,7 @@ be started, that does not introduce itself within `start_timeout`, or that answe
 that is not MCP raises `McpServerLost` or a `ConfigurationError` saying where, before any tool
 is called. Each tool becomes a `Tool` (an `McpTool`): how it is named, how its arguments are
 checked, its `risk`, and what a call does and what can go wrong in it moved, with the code that
-does it, to `synaptum_lite.mcp_tools`, whose docstring says.
+does it, to `synaptum_lite.integrations.mcp_tools`, whose docstring says.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import ConfigurationError, McpServerLost
+from ..errors import ConfigurationError, McpServerLost
 from .mcp_tools import (
     IDEMPOTENCY_KEY,
     McpTool,
@@ -187,8 +187,8 @@ def _require_sdk() -> None:
         import mcp  # noqa: F401
     except ImportError:
         raise ConfigurationError(
-            "synaptum_lite.mcp needs the MCP SDK, and the `mcp` package is not installed; "
-            f"install the extra: {INSTALL}"
+            "synaptum_lite.integrations.mcp needs the MCP SDK, and the `mcp` package is not "
+            f"installed; install the extra: {INSTALL}"
         ) from None
 
 

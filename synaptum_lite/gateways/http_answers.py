@@ -15,8 +15,8 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+from ..messages import ModelResponse, ToolCall
 from .http_failures import ERROR_BODY_BYTES, ServerFailures, cut
-from .messages import ModelResponse, ToolCall
 from .sse import SseLines, sse_data
 from .wire import MalformedAnswer, StreamAssembly, completion_from_wire
 

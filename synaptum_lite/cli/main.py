@@ -7,9 +7,9 @@ after `#` or in `--schema`). Output is plain text 80 columns wide, or as wide as
 name, and a password in a URL is never printed.
 
 Here: `runs`, `show`, `resolve`, and `main`/`run`, which turn every failure into an exit code.
-- `cli_parser.py`: the arguments, `--help` and its exit codes, the checks of bad usage.
-- `cli_output.py`: printing, escaping what would steer a terminal, fitting text to columns.
-- `cli_transfer.py`: the `export` and `import` commands.
+- `parser.py`: the arguments, `--help` and its exit codes, the checks of bad usage.
+- `output.py`: printing, escaping what would steer a terminal, fitting text to columns.
+- `transfer.py`: the `export` and `import` commands.
 - `runview.py`: the store a command names, and a run read as steps (nothing printed).
 """
 
@@ -24,7 +24,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 
-from . import (
+from .. import (
     ApprovalStep,
     CorruptJournal,
     FinalStep,
@@ -39,19 +39,8 @@ from . import (
     ToolStep,
     Usage,
 )
-from .cli_output import (
-    OutputLost,
-    columns,
-    cut,
-    json_line,
-    pad,
-    printable,
-    say,
-    token_counts,
-    write,
-)
-from .cli_parser import check_arguments, parser
-from .cli_transfer import command_export, command_import
+from .output import OutputLost, columns, cut, json_line, pad, printable, say, token_counts, write
+from .parser import check_arguments, parser
 from .runview import (
     Failure,
     StepView,
@@ -66,6 +55,7 @@ from .runview import (
     redact,
     run_ids,
 )
+from .transfer import command_export, command_import
 
 # ── the commands ───────────────────────────────────────────────────────────────────────────
 

@@ -1,4 +1,4 @@
-"""The A2A protocol's wire (1.0, JSON-RPC binding) for `synaptum_lite.a2a`: the card's
+"""The A2A protocol's wire (1.0, JSON-RPC binding) for `synaptum_lite.integrations.a2a`: the card's
 interface, the four calls (SendMessage, GetTask, ListTasks and the wait on GetTask), and every
 answer a server can give turned into a result or a designed error.
 
@@ -16,11 +16,11 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     ListTasks pages that loop (read page after page, up to `MAX_LIST_PAGES`)  RemoteProtocolError
 
 How a body, a task and a message's text are read and checked (a task's states and shape, a
-lone surrogate, a value of the server's cut in a message) moved to `synaptum_lite.a2a_answers`,
-whose docstring says; this module raises what its checks find.
+lone surrogate, a value of the server's cut in a message) are in `a2a_answers`, whose
+docstring says; this module raises what its checks find.
 
-None of them sends the message again; the module docstring of `synaptum_lite.a2a` says what a
-resumed run does instead.
+None of them sends the message again; the module docstring of `synaptum_lite.integrations.a2a`
+says what a resumed run does instead.
 """
 
 from __future__ import annotations
@@ -30,6 +30,16 @@ import json
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from ..errors import (
+    ConfigurationError,
+    RemoteAgentError,
+    RemoteProtocolError,
+    RemoteTaskLost,
+    RemoteUnavailable,
+    UncertainEffect,
+)
+from ..gateways.redaction import without_userinfo
+from ..messages import ToolCall, ToolResult
 from .a2a_answers import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
@@ -42,16 +52,6 @@ from .a2a_answers import (
     text_of,
 )
 from .a2a_answers import STATES as STATES  # public here before a2a_answers held it
-from .errors import (
-    ConfigurationError,
-    RemoteAgentError,
-    RemoteProtocolError,
-    RemoteTaskLost,
-    RemoteUnavailable,
-    UncertainEffect,
-)
-from .messages import ToolCall, ToolResult
-from .redaction import without_userinfo
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from .a2a import RemoteAgent
@@ -100,8 +100,8 @@ def httpx_module() -> Any:
         import httpx
     except ImportError:  # pragma: no cover - depends on what is installed
         raise ConfigurationError(
-            "synaptum_lite.a2a needs httpx, which is not installed; install the extra: "
-            "pip install 'synaptum-lite[a2a]' (or, in this repository, uv sync --extra a2a)"
+            "synaptum_lite.integrations.a2a needs httpx, which is not installed; install the "
+            "extra: pip install 'synaptum-lite[a2a]' (or, in this repository, uv sync --extra a2a)"
         ) from None
     return httpx
 

@@ -28,19 +28,19 @@ import urllib.parse
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
-from .errors import ConfigurationError
-from .gateway import LocalGateway
+from ..errors import ConfigurationError
+from ..gateway import LocalGateway
+from ..messages import ModelRequest, ModelResponse
+from ..policy import Policy, allow_everything
+from ..tools import Tool
 from .http_answers import assembled, fragments, is_json, once, read_body, read_completion, until
 from .http_failures import AGAIN as AGAIN
 from .http_failures import BODY_EXCERPT as BODY_EXCERPT
 from .http_failures import ERROR_BODY_BYTES as ERROR_BODY_BYTES
 from .http_failures import REFUSED as REFUSED
 from .http_failures import ServerFailures
-from .messages import ModelRequest, ModelResponse
-from .policy import Policy, allow_everything
 from .redaction import RedactSecrets, secret_patterns, userinfo, without_userinfo
 from .sse import SseLines, looks_like_sse
-from .tools import Tool
 from .wire import StreamAssembly, request_body
 
 try:

@@ -24,9 +24,10 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from .errors import ConfigurationError, StoreUnavailable, StoreUnreachable
-from .events import Record, Step
-from .journal import RunState, check_run_id, encode_events, encode_header, holding, run_state
+from ..checkpointer import RunState, holding, run_state
+from ..codec import Record, check_run_id, encode_events, encode_header
+from ..errors import ConfigurationError, StoreUnavailable, StoreUnreachable
+from ..events import Step
 from .postgres_connection import (
     Link,
     abandon_all,

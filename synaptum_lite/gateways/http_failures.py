@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ProviderError
+from ..errors import ProviderError
 from .redaction import redact
 from .wire import MalformedAnswer
 

@@ -11,7 +11,7 @@ import re
 import sys
 import unicodedata
 
-from . import Usage
+from .. import Usage
 
 
 class OutputLost(Exception):

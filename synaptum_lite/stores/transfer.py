@@ -19,9 +19,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import CorruptJournal, JournalError, NotAJournal, UnsupportedFormat
-from .events import Record, Step, decode_all, encode
-from .journal import FORMAT_VERSION, Checkpointer, RunState
+from ..checkpointer import FORMAT_VERSION, Checkpointer, RunState
+from ..codec import Record, decode_all, encode
+from ..errors import CorruptJournal, JournalError, NotAJournal, UnsupportedFormat
+from ..events import Step
 
 MARK = "synaptum_lite"
 

@@ -1,0 +1,1 @@
+"""Where journals are kept: memory, SQLite, PostgreSQL, and moving a run between them."""
