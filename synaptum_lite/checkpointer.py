@@ -13,11 +13,14 @@ import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .codec import Record, decode_all, decode_final, decode_header
 from .errors import JournalError, RunBusy
 from .events import FinalStep, Step, parse_step_id
+
+if TYPE_CHECKING:
+    import asyncio
 
 FORMAT_VERSION = 1
 """The journal format this version writes and the newest it reads."""
@@ -68,6 +71,24 @@ class Checkpointer(Protocol):
         """Hold the right to drive the run; raises `RunBusy` at once if another holds it."""
         ...
 
+    async def confirm_hold(self, run_id: str) -> None:
+        """Raise `StoreUnavailable` unless this process still holds the run it holds: a store
+        may lose a hold without its holder knowing (PostgreSQL: the server ended the lock's
+        session). Where a hold lasts as long as its process (SQLite, memory) there is nothing
+        to ask."""
+        ...
+
+    async def run_ids(self, *, open_only: bool = False) -> list[str] | None:
+        """Every run in the order they were started, sub-runs included; with `open_only`,
+        only those without a final step. None when the store holds no journal yet: asking
+        never creates one."""
+        ...
+
+    async def is_held(self, run_id: str) -> bool:
+        """Whether some driver, in this process or another, holds the run now. Asked without
+        taking the run wherever the store can (a driver asking for it meanwhile gets it)."""
+        ...
+
 
 # ── what every store does alike: the stores only move records ───────────────────────────────
 
@@ -108,15 +129,13 @@ async def load_events(checkpointer: Checkpointer, run_id: str) -> list[Step]:
 # own thread will wake it for, so nothing here is ever awaited across loops.
 
 
+@dataclass(eq=False)
 class _Holder:
     """Who holds a run in this process: the event loop driving it, and, once its release has
     begun, an event of that loop set when the release is done."""
 
-    __slots__ = ("loop", "released")
-
-    def __init__(self, loop: Any) -> None:
-        self.loop = loop
-        self.released: Any = None  # asyncio.Event, awaited only from `loop`
+    loop: asyncio.AbstractEventLoop
+    released: asyncio.Event | None = None  # awaited only from `loop`
 
 
 _HELD_HERE: dict[tuple[str, str], _Holder] = {}
@@ -138,7 +157,7 @@ async def holding(
     `try_acquire` (plain or async) returns a release function (plain or async), or None when
     another driver holds the run. Raises `RunBusy` when the run stays held.
     """
-    import asyncio  # imported here: `import synaptum_lite` stays light
+    import asyncio  # here, not above: tests/core/test_public_api.py keeps it out of the import
 
     loop = asyncio.get_running_loop()
     key = (store, run_id)

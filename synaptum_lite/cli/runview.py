@@ -1,14 +1,12 @@
 """The operator's view of a store: open the store a command line names, list its runs, and
 read a run as steps, with its state and what each step waits for. Nothing here prints; the
-command line (`cli.py`) does. Built on the package's public API only.
+command line (`main.py`) does. Built on the package's public API only: every question to a
+store is a `Checkpointer` method, and nothing here speaks SQL.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +19,9 @@ from .. import (
     FinalStep,
     ModelStep,
     Phase,
-    RunBusy,
     SqliteCheckpointer,
     Step,
+    StoreUnreachable,
     SynaptumError,
     ToolStep,
     Usage,
@@ -51,9 +49,7 @@ class Store:
     checkpointer: Checkpointer
     label: str
     secret: str = ""  # the URL's password: never printed
-    url: str = ""  # a PostgreSQL store's URL and schema
-    schema: str = ""
-    locks: set[int] | None = None  # the server's advisory locks, once asked (see `is_held`)
+    given: str = ""  # the location as the command line named it
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -95,7 +91,7 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
             store = PostgresCheckpointer(url, schema=fragment or schema or "synaptum_lite")
         except SynaptumError as exc:
             raise Failure(2, redact(str(exc), secret)) from None
-        return Store(store, store.location, secret, url, store.schema)
+        return Store(store, store.location, secret, location)
     if schema:
         raise Failure(2, f"--schema is for a PostgreSQL URL; {location} is a SQLite file")
     path = Path(location)
@@ -109,133 +105,40 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
         )
     if not create and path.stat().st_size == 0:
         raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
-    if not create and _blank_database(path):
-        raise Failure(
-            1,
-            f"{location} is a SQLite database without tables, not a synaptum_lite journal; "
-            "nothing was changed: name a journal",
-        )
-    return Store(SqliteCheckpointer(path), path.name)
-
-
-def _blank_database(path: Path) -> bool:
-    """Whether the file is a SQLite database with no table and no application id (which the
-    store would make a journal). Read-only; anything else is left to the store to name."""
-    try:
-        uri = path.resolve().as_uri() + "?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
-            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
-            (tables,) = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (sqlite3.Error, OSError):
-        return False
-    return bool(application_id == 0 and tables == 0)
+    return Store(SqliteCheckpointer(path), path.name, given=location)
 
 
 async def check_journal(store: Store) -> None:
-    """Refuse a PostgreSQL schema that holds no journal (reading must not create one)."""
-    if isinstance(store.checkpointer, SqliteCheckpointer):
-        return  # `open_store` refused a missing or empty file
-    if not await has_journal(store):
+    """Refuse a store that holds no journal yet: reading must not create one."""
+    try:
+        if await store.checkpointer.run_ids() is not None:
+            return
+    except StoreUnreachable as exc:
+        message = f"cannot read {store.label}: {exc.detail}; check the URL and the server"
+        raise Failure(1, message) from None
+    if isinstance(store.checkpointer, SqliteCheckpointer):  # `open_store` refused no file
         raise Failure(
-            3, f"{store.label} holds no synaptum_lite journal; check the URL and the schema"
+            1,
+            f"{store.given} is a SQLite database without tables, not a synaptum_lite journal; "
+            "nothing was changed: name a journal",
         )
+    raise Failure(3, f"{store.label} holds no synaptum_lite journal; check the URL and the schema")
 
 
 async def has_journal(store: Store) -> bool:
-    """Whether the store already holds a journal (or, for SQLite, a file), asked without
-    creating one."""
-    checkpointer = store.checkpointer
-    if isinstance(checkpointer, SqliteCheckpointer):
-        return checkpointer.path.exists()
-    found = await _postgres(store, "SELECT to_regclass(%s)", f'"{store.schema}".meta')
-    return bool(found and found[0][0] is not None)
+    """Whether the store already holds a journal, asked without creating one."""
+    return await store.checkpointer.run_ids() is not None
 
 
 async def run_ids(store: Store, *, open_only: bool = False) -> list[str]:
     """Every run of the store, in the order they were started, sub-runs included; with
-    `open_only`, only those without a final step.
-
-    The `Checkpointer` protocol lists no runs, so this reads the `runs` table both stores
-    keep (read-only), once the store itself has said what the file or schema is. The open
-    ones are picked there, by the final event the table points to, so listing them never
-    reads the journal of a closed run (benchmarks/many_runs.py: 10,000 closed runs beside
-    100 open ones)."""
-    checkpointer = store.checkpointer
-    listed = getattr(checkpointer, "run_ids", None)
-    if callable(listed):
-        every = list(listed())
-        if not open_only:
-            return every
-        return [r for r in every if not (await checkpointer.load(r)).closed]
-    await checkpointer.load("-")  # the store says NotAJournal, UnsupportedFormat, unreachable
-    if isinstance(checkpointer, SqliteCheckpointer):
-        where = " WHERE final_event IS NULL" if open_only else ""
-        uri = checkpointer.path.resolve().as_uri() + "?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
-            sql = f"SELECT run_id FROM runs{where} ORDER BY id"
-            return [row[0] for row in connection.execute(sql)]
-    where = " WHERE final_seq IS NULL" if open_only else ""
-    rows = await _postgres(store, f'SELECT run_id FROM "{store.schema}".runs{where} ORDER BY id')
-    return [row[0] for row in rows]
-
-
-async def _postgres(store: Store, sql: str, *params: str) -> list[tuple[Any, ...]]:
-    import psycopg
-
-    try:
-        async with await psycopg.AsyncConnection.connect(store.url, connect_timeout=10) as c:
-            return await (await c.execute(sql, params or None)).fetchall()
-    except psycopg.Error as exc:
-        detail = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-        message = f"cannot read {store.label}: {detail}; check the URL and the server"
-        raise Failure(1, message) from None
+    `open_only`, only those without a final step ([] where there is no journal)."""
+    return await store.checkpointer.run_ids(open_only=open_only) or []
 
 
 async def is_held(store: Store, run_id: str) -> bool:
-    """Whether a driver holds the run now, asked without taking the run's lock, so a driver
-    that asks for the run in that instant gets it: SQLite on Linux asks the file which lock
-    covers the run's byte (`F_OFD_GETLK`), PostgreSQL asks `pg_locks` for the run's advisory
-    lock (once per command: a listing is told the locks held when it began).
-
-    Where neither can be asked (macOS, Windows, Pyodide) the lock is taken and released at
-    once, and a driver asking for the run in that instant is told it is busy."""
-    checkpointer = store.checkpointer
-    if isinstance(checkpointer, SqliteCheckpointer):
-        asked = _file_says_held(os.fspath(checkpointer.path), run_id)
-        if asked is not None:
-            return asked
-    elif store.url:
-        from ..stores.postgres import lock_key
-
-        if store.locks is None:
-            store.locks = await _advisory_locks(store)
-        return lock_key(store.schema, run_id) in store.locks
-    try:
-        async with checkpointer.hold(run_id):
-            return False
-    except RunBusy:
-        return True
-
-
-def _file_says_held(path: str, run_id: str) -> bool | None:
-    """Whether another driver holds the run's byte of the journal, or None where the lock
-    cannot be asked about without taking it (`runlock.held`)."""
-    from ..stores import runlock
-
-    return runlock.held(path, run_id)
-
-
-async def _advisory_locks(store: Store) -> set[int]:
-    """The 64-bit advisory locks held now in the store's database (`pg_try_advisory_lock`'s
-    keys, as signed numbers)."""
-    rows = await _postgres(
-        store,
-        "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory' "
-        "AND granted AND objsubid = 1 AND database = "
-        "(SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    keys = {high << 32 | low for high, low in rows}
-    return {key - (1 << 64) if key >= 1 << 63 else key for key in keys}
+    """Whether a driver holds the run now (`Checkpointer.is_held`)."""
+    return await store.checkpointer.is_held(run_id)
 
 
 # ── a run as the operator reads it ─────────────────────────────────────────────────────────

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..checkpointer import RunState, holding, is_final, never_started, run_state
@@ -72,5 +72,12 @@ class MemoryCheckpointer:
 
         return holding(f"memory:{id(self)}", "an in-memory journal", run_id, try_acquire)
 
-    def run_ids(self) -> Iterable[str]:
-        return list(self._headers)
+    async def confirm_hold(self, run_id: str) -> None:
+        """Nothing to ask: a hold here lasts as long as this process."""
+        check_run_id(run_id)
+
+    async def run_ids(self, *, open_only: bool = False) -> list[str]:
+        return [r for r in self._headers if not (open_only and r in self._final)]
+
+    async def is_held(self, run_id: str) -> bool:
+        return check_run_id(run_id) in self._held

@@ -42,7 +42,8 @@ from .postgres_connection import (
     unavailable,
     without_password,
 )
-from .postgres_schema import SCHEMA_NAME, append, prepare, start_with, statements
+from .postgres_schema import SCHEMA_NAME, append, start_with, statements
+from .postgres_schema import prepare as prepare_schema
 
 T = TypeVar("T")
 
@@ -165,6 +166,25 @@ class PostgresCheckpointer:
         timeout) without its client knowing until it next speaks; the loop asks before an
         effect that must not happen twice, and before paying for a model call."""
         await self._on(run_id, lambda c: c.execute("SELECT 1"))
+
+    async def run_ids(self, *, open_only: bool = False) -> list[str] | None:
+        if not self._prepared and not await self._has_journal():
+            return None  # asked without creating the schema
+        name = "open_run_ids" if open_only else "run_ids"
+
+        async def read(connection: Any) -> list[str]:
+            cursor = await connection.execute(self._sql[name])
+            return [run_id for (run_id,) in await cursor.fetchall()]
+
+        return await self._on("", read)
+
+    async def is_held(self, run_id: str) -> bool:
+        """Asked of the server's `pg_locks` for the run's advisory lock, without taking it."""
+        if check_run_id(run_id) in self._held:
+            return True  # a driver of this checkpointer
+        key = lock_key(self.schema, run_id) & 0xFFFF_FFFF_FFFF_FFFF  # as unsigned 64 bits
+        row = await self._on(run_id, lambda c: self._fetchone(c, "is_held", divmod(key, 1 << 32)))
+        return bool(row[0])
 
     async def close(self) -> None:
         """Close the connections of runs not held (a later call reopens them)."""
@@ -325,7 +345,20 @@ class PostgresCheckpointer:
                 self._drop(link)  # stopped mid-statement: the session's state is unknown
                 raise
 
-    async def _connect(self) -> Link:
+    async def _has_journal(self) -> bool:
+        """Whether the schema holds a journal, asked on a connection of its own that never
+        prepares the schema (which would create it)."""
+        link = await self._connect(prepare=False)
+        try:
+            row = await self._run(
+                link, lambda c: self._fetchone(c, "has_journal", (f'"{self.schema}".meta',))
+            )
+        finally:
+            self._links.discard(link)
+            await close_link(link)
+        return bool(row[0])
+
+    async def _connect(self, *, prepare: bool = True) -> Link:
         try:
             connection = await self._psycopg.AsyncConnection.connect(self.url, **self._options)
         except self._psycopg.Error as exc:
@@ -342,11 +375,11 @@ class PostgresCheckpointer:
             # from what the journal needs (`prepare` reads them once) are set on each new
             # connection, in one round trip, only when there are any.
             await connection.set_isolation_level(self._psycopg.IsolationLevel.READ_COMMITTED)
-            if not self._prepared:
-                settings = await prepare(connection, self.schema, self.location)
+            if prepare and not self._prepared:
+                settings = await prepare_schema(connection, self.schema, self.location)
                 self._setup = session_setup(settings)
                 self._prepared = True
-            if self._setup:
+            if prepare and self._setup:
                 await connection.execute(self._setup)
         except BaseException as exc:
             self._drop(link)
@@ -366,7 +399,7 @@ class PostgresCheckpointer:
 
 
 def lock_key(schema: str, run_id: str) -> int:
-    """The advisory lock of a run: 64 bits of a hash of its schema and id (runview.py looks for
+    """The advisory lock of a run: 64 bits of a hash of its schema and id (`is_held` looks for
     it in `pg_locks`). Two runs sharing a key (odds of 2**-64) would only be told "busy" while
     the other runs."""
     return int.from_bytes(

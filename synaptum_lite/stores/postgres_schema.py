@@ -113,6 +113,18 @@ SELECT (SELECT next_seq FROM moved)""".replace("EVENTS", events)
     },
     "records": """SELECT e.seq, e.step_id, e.phase, e.attempt, e.data
 FROM {schema}.events e JOIN {schema}.runs r ON r.id = e.run WHERE r.run_id = %s ORDER BY e.seq""",
+    "run_ids": "SELECT run_id FROM {schema}.runs ORDER BY id",
+    # the open ones are picked by the final event the table points to, so listing them never
+    # reads the journal of a closed run (benchmarks/many_runs.py: 10,000 closed beside 100 open)
+    "open_run_ids": "SELECT run_id FROM {schema}.runs WHERE final_seq IS NULL ORDER BY id",
+    # asked of a server never prepared (`prepare` would create the schema): is there a journal
+    "has_journal": "SELECT pg_catalog.to_regclass(%s) IS NOT NULL",
+    # whether some session holds a run's advisory lock, asked without taking it; a 64-bit key
+    # is shown in pg_locks as its high and low 32 bits (classid, objid), with objsubid 1
+    "is_held": """SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks
+WHERE locktype = 'advisory' AND granted AND objsubid = 1
+    AND classid::bigint = %s AND objid::bigint = %s AND database =
+    (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()))""",
 }
 # every table of a schema, with each of its columns and their types (a table without columns:
 # one row, NULLs)

@@ -2,7 +2,7 @@
 
 The store uses five names: `enter_file` (this process's counted handle on a file), `lock_run`
 (hold a run of that file, or None when another driver holds it), `leave_file`,
-`refuse_odd_files` (which files a journal may be: sqlite_file.py), and `close_collected` (a
+`refuse_odd_files` (which files a journal may be), and `close_collected` (a
 finalizer's close that must not wait for this module's lock). The operator's command line
 asks `held` (is a run held now, without taking it).
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat as _stat
 import struct
 import sys
 import threading
@@ -33,13 +34,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError, LockFailed
 
-# the file a journal may be (sqlite_file.py); importable from here, where the store asks
-from .sqlite_file import refuse_odd_files as refuse_odd_files
-
 Release = Callable[[], None]
-# A file's path as the store gives it (a `Path` or a string), read with `os.path`, which the
-# interpreter loads at start: `pathlib` brings urllib.parse, ipaddress and fnmatch with it,
-# 3-7 ms of an import (python -X importtime).
 FilePath = str | os.PathLike[str]
 
 _RUN_LOCKS_FROM = 1 << 62  # byte offsets of run locks: [2**62, 2**62 + 2**61)
@@ -61,6 +56,37 @@ def _lock_kind() -> Literal["posix", "windows", "process"]:
     return "windows" if sys.platform == "win32" else "posix"
 
 
+# ── which files a journal may be ─────────────────────────────────────────────────────────
+#
+# Asked before the lock descriptor is opened and before the store connects (sqlite_file.py).
+# A file with several hard links is refused everywhere: SQLite keeps its write-ahead log and
+# its index beside the name it was given (`<name>-wal`, `<name>-shm`), so two names of one
+# file would each see a different journal, and could damage it.
+
+
+def refuse_odd_files(database: str | os.PathLike[str], stat: os.stat_result) -> None:
+    """Raise `ConfigurationError` when `database` is not one plain file with one name: a
+    folder, a device or a pipe (SQLite would hang on a pipe, and lose everything written to
+    /dev/null), or a file with several hard links (see above)."""
+    name = os.path.basename(database)  # the file's name, as errors show it
+    if _stat.S_ISDIR(stat.st_mode):
+        raise ConfigurationError(
+            f"the journal {name} is a folder, not a file; nothing was opened: give the path of "
+            f"a journal file, such as {name}/runs.db (a new name creates one)"
+        )
+    if not _stat.S_ISREG(stat.st_mode):
+        raise ConfigurationError(
+            f"the journal {name} is not a regular file (a device, a pipe or a socket); nothing "
+            "was opened: give the path of a journal file (a new name creates one)"
+        )
+    if stat.st_nlink > 1:
+        raise ConfigurationError(
+            f"the journal {name} has {stat.st_nlink} names (hard links); SQLite keeps "
+            "its write-ahead log beside each name, so each name would see another journal: "
+            "remove the other links and use one name (a symlink is fine)"
+        )
+
+
 # ── this process's handle on each file ──────────────────────────────────────────────────────
 #
 # The descriptor that holds the locks must outlive every SQLite connection of this process to
@@ -75,8 +101,6 @@ def _lock_kind() -> Literal["posix", "windows", "process"]:
 class LockedFile:
     """This process's lock descriptor on one database file, and the runs it holds."""
 
-    # a plain class, not a dataclass: nothing compares or prints it, and @dataclass compiles
-    # its methods when the module is imported (0.3 ms)
     __slots__ = ("key", "fd", "writable", "users", "held")
 
     def __init__(self, key: tuple[int, int], fd: int, writable: bool) -> None:

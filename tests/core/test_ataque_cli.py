@@ -212,8 +212,7 @@ def test_reading_a_sqlite_database_without_tables_leaves_it_as_it_was(tmp_path: 
 
 def test_a_damaged_run_is_listed_as_damaged_and_every_other_run_still_is(journal: Path) -> None:
     with sqlite3.connect(journal) as connection:
-        (run,) = connection.execute("SELECT id FROM runs WHERE run_id = 'incierto'").fetchone()
-        connection.execute("UPDATE events SET data = '{roto' WHERE id = ?", (run << 32 | 2,))
+        connection.execute("UPDATE events SET data = '{roto' WHERE run_id = 'incierto' AND seq = 2")
     listed = cli("runs", str(journal))
     assert listed.returncode == 1
     assert [row.split()[:3] for row in listed.stdout.splitlines()[1:]] == [
@@ -243,16 +242,16 @@ def independent_reading(database: Path) -> list[dict[str, object]]:
     ended, its tokens, and its non-idempotent tool steps attempted and never finished."""
     rows = []
     with sqlite3.connect(database) as connection:
-        for number, run_id, header, final in connection.execute(
-            "SELECT id, run_id, header, final_event FROM runs ORDER BY id"
+        for run_id, header, final in connection.execute(
+            "SELECT run_id, header, final_seq FROM runs ORDER BY rowid"
         ):
             tools = json.loads(header)["agent"]["tools"]
             events, tokens = 0, [0, 0]
             phases: dict[str, list[str]] = {}
             called: dict[str, str] = {}
             for step_id, phase, data in connection.execute(
-                "SELECT step_id, phase, data FROM events WHERE id >> 32 = ? ORDER BY id",
-                (number,),
+                "SELECT step_id, phase, data FROM events WHERE run_id = ? ORDER BY seq",
+                (run_id,),
             ):
                 events += 1
                 record = json.loads(zlib.decompress(data) if isinstance(data, bytes) else data)
@@ -448,7 +447,7 @@ asyncio.run(main(*sys.argv[1:]))
 """
 LOOKER = """
 import asyncio, contextlib, io, sys
-from synaptum_lite.cli import main as cli
+from synaptum_lite import cli
 
 async def main(store, times):
     for _ in range(int(times)):

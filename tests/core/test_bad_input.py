@@ -93,7 +93,7 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
             "INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,)
         )
         connection.execute(
-            "INSERT INTO events VALUES (1 << 32, 1, '000000-model', 'attempted', 1, '{not json')"
+            "INSERT INTO events VALUES ('r', 0, '000000-model', 'attempted', 1, '{not json')"
         )
     with pytest.raises(CorruptJournal) as error:
         run(

@@ -182,6 +182,70 @@ def test_one_driver_at_a_time_and_the_lock_is_released(store_factory):
     assert "'r' is being driven by another worker" in str(busy)
 
 
+def test_is_held_answers_for_any_driver_and_never_takes_the_run(store_factory):
+    async def scenario():
+        first, second = store_factory(), store_factory()
+        answers = [await second.is_held("r")]
+        async with first.hold("r"):
+            answers += [await second.is_held("r"), await first.is_held("r")]
+            answers.append(await second.is_held("otro"))
+            await first.confirm_hold("r")  # a hold still there: nothing raised
+        answers.append(await second.is_held("r"))
+        async with second.hold("r"):  # asking left the run free for the next driver
+            answers.append(await first.is_held("r"))
+        return answers
+
+    assert run(scenario()) == [False, True, True, False, False, True]
+
+
+def test_run_ids_lists_runs_in_the_order_they_started_and_the_open_ones(store_factory):
+    final = FinalStep(
+        run_id="b", step_id="000001-final", phase=Phase.COMPLETED, text="hecho", output="hecho"
+    )
+
+    async def scenario():
+        store = store_factory()
+        for run_id in ("c", "a/000000-delegate", "b"):
+            await store.start(run_id, HEADER)
+        await store.append("b", [model_step(0, run_id="b"), final])
+        await store.append("c", [model_step(0, run_id="c")])
+        reader = store_factory()
+        return await reader.run_ids(), await reader.run_ids(open_only=True)
+
+    every, open_only = run(scenario())
+    assert every == ["c", "a/000000-delegate", "b"]
+    assert open_only == ["c", "a/000000-delegate"]
+
+
+def test_run_ids_of_a_store_without_a_journal_creates_none(store_factory, tmp_path):
+    async def scenario():
+        store = store_factory()
+        before = await store.run_ids()
+        after = await store_factory().run_ids()
+        await store.start("r", HEADER)
+        return before, after, await store_factory().run_ids()
+
+    before, after, started = run(scenario())
+    assert before == after and before in (None, [])  # memory always holds an empty journal
+    assert started == ["r"]
+
+
+def test_sqlite_run_ids_leaves_a_missing_or_blank_file_as_it_was(tmp_path):
+    import sqlite3
+
+    from synaptum_lite import SqliteCheckpointer
+
+    missing, blank = tmp_path / "nuevo.db", tmp_path / "en_blanco.db"
+    with sqlite3.connect(blank) as connection:  # another program's file, not yet filled
+        connection.execute("CREATE TABLE t (x)")
+        connection.execute("DROP TABLE t")
+    content = blank.read_bytes()
+    assert run(SqliteCheckpointer(missing).run_ids(open_only=True)) is None
+    assert run(SqliteCheckpointer(blank).run_ids()) is None
+    assert not missing.exists() and blank.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["en_blanco.db"]
+
+
 def test_sqlite_without_ofd_locks_falls_back_to_a_flock_per_run(tmp_path, monkeypatch):
     """macOS has no F_OFD_SETLK: the same guarantees from flock on one file per run."""
     fcntl = pytest.importorskip("fcntl", reason="flock is POSIX; Windows locks with msvcrt")

@@ -158,7 +158,7 @@ def test_an_export_that_is_not_one_is_refused_and_imports_nothing():
     with pytest.raises(UnsupportedFormat) as unsupported:
         run(import_run(store, [newer]))
     assert (unsupported.value.found, unsupported.value.supported) == (99, 1)
-    assert list(store.run_ids()) == []
+    assert run(store.run_ids()) == []
 
 
 def test_a_damaged_event_in_an_export_is_named_and_nothing_is_imported(tmp_path, effects):
@@ -176,7 +176,7 @@ def test_a_damaged_event_in_an_export_is_named_and_nothing_is_imported(tmp_path,
 
     damaged = run(scenario())
     assert (damaged.run_id, damaged.seq) == ("r", 3)
-    assert list(destination.run_ids()) == []
+    assert run(destination.run_ids()) == []
 
 
 def test_exporting_a_run_that_does_not_exist_is_refused():

@@ -440,7 +440,7 @@ def _ningun_checkpointer_olvida_un_run() -> None:
 
 def _raw_data(database: Path) -> list:
     with contextlib.closing(sqlite3.connect(database)) as connection:
-        return [row[0] for row in connection.execute("SELECT data FROM events ORDER BY id")]
+        return [row[0] for row in connection.execute("SELECT data FROM events ORDER BY rowid")]
 
 
 @afirmacion("limites.no-cifrado")
