@@ -68,59 +68,64 @@ def decode(
     read back by a resumed loop.
     """
     try:
-        kind = parse_step_id(record.step_id)[1]
-        cls = KINDS[kind]
-        data = json.loads(record.data)
-        phase = _PHASES.get(record.phase)
-        if phase is None:
-            raise ValueError(f"{record.phase!r} is not a phase")
-        common: dict[str, Any] = {
-            "run_id": run_id,
-            "step_id": record.step_id,
-            "attempt": record.attempt,
-            "phase": phase,
-            "replayed": replayed,
-        }
-        if cls is FinalStep:
-            return FinalStep(
-                **common,
-                text=data.get("text"),
-                output=data.get("text"),
-                reason=data.get("reason"),
-                usage=Usage.from_json(data.get("usage", {})),
-            )
-        if phase is not Phase.ATTEMPTED and attempted is None:
-            raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
-        if cls is ModelStep:
-            if phase is Phase.ATTEMPTED:
-                return ModelStep(**common, fingerprint=data["fp"])
-            assert isinstance(attempted, ModelStep)
-            return ModelStep(
-                **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
-            )
-        if phase is Phase.ATTEMPTED:
-            call = ToolCall.from_json(data["call"])
-        elif isinstance(attempted, ToolStep | ApprovalStep):
-            call = attempted.call
-        else:
-            raise ValueError(f"a {phase.value} {kind} event after a {attempted!r}")
-        if cls is ApprovalStep:
-            if phase is Phase.ATTEMPTED:
-                reason = data["reason"]
-            elif isinstance(attempted, ApprovalStep):
-                reason = attempted.reason
-            else:
-                raise ValueError(f"a {phase.value} approval event after a {attempted!r}")
-            return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
-        result = ToolResult.from_json(data) if "content" in data else None
-        if cls is DelegationStep:
-            usage = Usage.from_json(data["usage"]) if "usage" in data else None
-            return DelegationStep(
-                **common, call=call, result=result, decision=data.get("decision"), usage=usage
-            )
-        return ToolStep(**common, call=call, result=result, decision=data.get("decision"))
+        return _step(run_id, record, attempted, replayed)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError) as exc:
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _step(run_id: str, record: Record, attempted: Step | None, replayed: bool) -> Step:
+    """`decode`'s work; a stored form it cannot read raises whatever reading it raised."""
+    kind = parse_step_id(record.step_id)[1]
+    cls = KINDS[kind]
+    data = json.loads(record.data)
+    phase = _PHASES.get(record.phase)
+    if phase is None:
+        raise ValueError(f"{record.phase!r} is not a phase")
+    common: dict[str, Any] = {
+        "run_id": run_id,
+        "step_id": record.step_id,
+        "attempt": record.attempt,
+        "phase": phase,
+        "replayed": replayed,
+    }
+    if cls is FinalStep:
+        return FinalStep(
+            **common,
+            text=data.get("text"),
+            output=data.get("text"),
+            reason=data.get("reason"),
+            usage=Usage.from_json(data.get("usage", {})),
+        )
+    if phase is not Phase.ATTEMPTED and attempted is None:
+        raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
+    if cls is ModelStep:
+        if phase is Phase.ATTEMPTED:
+            return ModelStep(**common, fingerprint=data["fp"])
+        assert isinstance(attempted, ModelStep)
+        return ModelStep(
+            **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
+        )
+    if phase is Phase.ATTEMPTED:
+        call = ToolCall.from_json(data["call"])
+    elif isinstance(attempted, ToolStep | ApprovalStep):
+        call = attempted.call
+    else:
+        raise ValueError(f"a {phase.value} {kind} event after a {attempted!r}")
+    if cls is ApprovalStep:
+        if phase is Phase.ATTEMPTED:
+            reason = data["reason"]
+        elif isinstance(attempted, ApprovalStep):
+            reason = attempted.reason
+        else:
+            raise ValueError(f"a {phase.value} approval event after a {attempted!r}")
+        return ApprovalStep(**common, call=call, reason=reason, decision=data.get("decision"))
+    result = ToolResult.from_json(data) if "content" in data else None
+    if cls is DelegationStep:
+        usage = Usage.from_json(data["usage"]) if "usage" in data else None
+        return DelegationStep(
+            **common, call=call, result=result, decision=data.get("decision"), usage=usage
+        )
+    return ToolStep(**common, call=call, result=result, decision=data.get("decision"))
 
 
 _PHASES = {phase.value: phase for phase in Phase}
