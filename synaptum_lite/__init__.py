@@ -3,7 +3,7 @@ whose process dies resumes without paying for inference again or repeating an ef
 
 import typing
 
-from .agent import Agent, TextFragment
+from .agent import Agent
 from .checkpointer import Checkpointer, RunState, load_events
 from .errors import (
     ConfigurationChanged,
@@ -37,6 +37,7 @@ from .errors import (
 )
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
 from .gateway import Gateway, LocalGateway
+from .loop import TextFragment
 from .messages import (
     Message,
     ModelRequest,

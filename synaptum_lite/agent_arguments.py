@@ -10,13 +10,13 @@ A delegate is shown to the model as a tool, so its name must be one a model API 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .errors import ConfigurationError
+from .execution import Delegate
+from .messages import lone_surrogate
+from .session import Session
 from .tools import TOOL_NAME, Tool
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 
 def checked_parts(
@@ -26,14 +26,9 @@ def checked_parts(
     instructions: str,
     description: str | None,
     tools: Iterable[Tool],
-    delegates: Iterable[Agent],
-    agent_class: type[Agent],
-) -> tuple[dict[str, Tool], dict[str, Agent]]:
-    """The agent's tools and delegates by name, once its arguments are checked.
-
-    `agent_class` is `Agent` (what a delegate must be), passed in: agent.py imports this
-    module, not the other way round.
-    """
+    delegates: Iterable[Delegate],
+) -> tuple[dict[str, Tool], dict[str, Delegate]]:
+    """The agent's tools and delegates by name, once its arguments are checked."""
     for what, value in (("name", name), ("model", model)):
         if not isinstance(value, str) or not value.strip():
             raise ConfigurationError(
@@ -53,11 +48,16 @@ def checked_parts(
             f"agent {name!r}: tools must be a list of tools, got {tools!r:.80}; pass "
             "tools=[...] (or nothing, for none)"
         )
-    if isinstance(delegates, (str, bytes, agent_class)) or not isinstance(delegates, Iterable):
+    if isinstance(delegates, (str, bytes, Delegate)) or not isinstance(delegates, Iterable):
         raise ConfigurationError(
             f"agent {name!r}: delegates must be a list of agents, got {delegates!r:.80}; "
             "pass delegates=[...] (or nothing, for none)"
         )
+    tools_by_name = _by_name(name, tools)
+    return tools_by_name, _delegates_by_name(name, delegates, tools_by_name)
+
+
+def _by_name(name: str, tools: Iterable[Tool]) -> dict[str, Tool]:
     tools_by_name: dict[str, Tool] = {}
     for item in tools:
         if not isinstance(item, Tool):
@@ -70,10 +70,19 @@ def checked_parts(
                 "(two MCP servers: connect each with its own prefix)"
             )
         tools_by_name[item.name] = item
-    delegates_by_name: dict[str, Agent] = {}
+    return tools_by_name
+
+
+def _delegates_by_name(
+    name: str, delegates: Iterable[Delegate], tools_by_name: dict[str, Tool]
+) -> dict[str, Delegate]:
+    delegates_by_name: dict[str, Delegate] = {}
     for delegate in delegates:
-        if not isinstance(delegate, agent_class):
-            raise ConfigurationError(f"agent {name!r}: delegate {delegate!r} is not an Agent")
+        if not isinstance(delegate, Delegate):
+            raise ConfigurationError(
+                f"agent {name!r}: delegate {delegate!r:.80} is not an Agent (nor a remote "
+                "agent); pass delegates=[Agent(...), ...]"
+            )
         if delegate.name in tools_by_name or delegate.name in delegates_by_name:
             raise ConfigurationError(
                 f"agent {name!r}: two tools or delegates are named {delegate.name!r}"
@@ -91,7 +100,7 @@ def checked_parts(
                 )
             )
         delegates_by_name[delegate.name] = delegate
-    return tools_by_name, delegates_by_name
+    return delegates_by_name
 
 
 def check_limits(name: str, max_steps: int, max_tool_output: int | None) -> None:
@@ -109,3 +118,30 @@ def check_limits(name: str, max_steps: int, max_tool_output: int | None) -> None
             f"agent {name!r}: max_tool_output must be None (no cap) or a number of "
             f"characters, 0 or more; got {max_tool_output!r}"
         )
+
+
+def check_session(agent: str, session: Any) -> None:
+    """Refuse a run's `session` that is not a `Session`."""
+    if not isinstance(session, Session):
+        raise ConfigurationError(
+            f"agent {agent!r}: session must be a Session (which run, through which "
+            f"gateway, journaled where), got {session!r:.80}; pass "
+            "session=Session(run_id, gateway, checkpointer)"
+        )
+
+
+def check_task(task: Any, run_id: str) -> None:
+    """Refuse a task a journal cannot keep, before anything is run or paid."""
+    at = lone_surrogate(task) if isinstance(task, str) else None
+    if isinstance(task, str) and at is None:
+        return
+    problem = (
+        f"holds {task[at]!r} at index {at}, half of a surrogate pair and not a "
+        "character, which a journal cannot keep (UTF-8 has no form for it)"
+        if at is not None
+        else f"is a {type(task).__name__}, not a str"
+    )
+    raise ConfigurationError(
+        f"run {run_id!r}: the task {problem}; nothing was run or paid: pass "
+        "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
+    )

@@ -115,6 +115,11 @@ class ToolStep(Step):
     result: ToolResult | None = None
     decision: Decision | None = None
 
+    @property
+    def ends_run(self) -> bool:
+        """Whether the decision recorded on this step ends its run (a policy's `terminate`)."""
+        return self.decision is not None and self.decision.get("action") == "terminate"
+
     def payload(self) -> dict[str, Any]:
         # the call is journaled once, by the attempted event
         data: dict[str, Any] = (

@@ -8,8 +8,8 @@ library raises.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import AsyncIterator, Iterable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from .errors import (
     ConfigurationError,
@@ -17,13 +17,34 @@ from .errors import (
     SynaptumError,
     ToolResultNotSerializable,
 )
-from .events import ApprovalStep, FinalStep
+from .events import ApprovalStep, FinalStep, Step
 from .messages import ToolCall, ToolResult, Usage
 from .session import Session
-from .tools import Tool, ToolContext, to_result_text, tool
+from .tools import Risk, Tool, ToolContext, to_result_text, tool
 
-if TYPE_CHECKING:
-    from .agent import Agent
+
+@runtime_checkable
+class Delegate(Protocol):
+    """What an agent's `delegates` are: something the model calls like a tool, taking a task,
+    whose work is a durable sub-run of its own. An `Agent` is one; so is a remote agent
+    (`synaptum_lite.integrations.a2a.RemoteAgent`)."""
+
+    name: str
+    description: str
+
+    @property
+    def risk(self) -> Risk:
+        """The highest risk of what it can do."""
+        ...
+
+    @property
+    def configuration(self) -> dict[str, Any]:
+        """What the parent's journal records of it, and checks on resume."""
+        ...
+
+    def run(self, task: str, *, session: Session) -> AsyncIterator[Step]:
+        """Drive the sub-run `session.run_id` on `task`, yielding each journaled step."""
+        ...
 
 
 async def run_tool(
@@ -62,7 +83,7 @@ async def run_tool(
 
 
 async def run_delegation(
-    session: Session, agent: Agent, shown_as: Tool, call: ToolCall, context: ToolContext
+    session: Session, agent: Delegate, shown_as: Tool, call: ToolCall, context: ToolContext
 ) -> tuple[ToolResult, Usage | None]:
     """Run (or resume) the sub-run of a delegation to `agent`; its journal is its own.
 
@@ -92,7 +113,7 @@ async def run_delegation(
     return ToolResult(final.text or ""), final.usage
 
 
-def as_tool(agent: Agent) -> Tool:
+def as_tool(agent: Delegate) -> Tool:
     """How a delegate is shown to the model: a tool taking the task."""
 
     def delegate(task: Annotated[str, "What the sub-agent must do, in full"]) -> str:

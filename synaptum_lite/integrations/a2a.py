@@ -41,7 +41,6 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from ..agent import Agent, TextFragment
 from ..errors import (
     ConfigurationError,
     RemoteProtocolError,
@@ -150,8 +149,9 @@ async def remote_agent(
     )
 
 
-class RemoteAgent(Agent):
-    """An agent served elsewhere over A2A, usable wherever an `Agent` is a delegate.
+class RemoteAgent:
+    """An agent served elsewhere over A2A: a delegate (`execution.Delegate`), usable wherever
+    an `Agent` is one.
 
     Built from its card by `remote_agent`. Its `configuration` is the card's identity (name,
     version, skills), the interface URL and the declared risk: a run refuses to resume when
@@ -214,12 +214,12 @@ class RemoteAgent(Agent):
         skill_names = [str(s.get("name") or s.get("id")) for s in skills if isinstance(s, dict)]
         if skill_names:
             described += " Skills: " + "; ".join(skill_names) + "."
-        super().__init__(
-            name or _identifier(str(card["name"])),
-            model=f"a2a:{self.card['name']}",
-            instructions=described,
-            description=described,
-        )
+        self.name = name or _identifier(str(card["name"]))
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigurationError(
+                f"remote agent {label!r}: name must be a non-empty str, got {name!r}"
+            )
+        self.description = described
 
     def __repr__(self) -> str:
         return f"RemoteAgent({self.name!r}, url={self.url!r}, risk=Risk.{self._risk.name})"
@@ -228,12 +228,8 @@ class RemoteAgent(Agent):
     def configuration(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "model": self.model,
-            "instructions": self.instructions,
+            "description": self.description,
             "tools": {"SendMessage": wire.PROTOCOL_VERSION, "GetTask": wire.PROTOCOL_VERSION},
-            "output": None,
-            "max_tool_output": None,
-            "delegates": {},
             "remote": {
                 "url": self.url,
                 "tenant": self.tenant,
@@ -256,7 +252,7 @@ class RemoteAgent(Agent):
         """
         return self._remote(task, session)
 
-    def stream(self, task: str, *, session: Session) -> AsyncIterator[Step | TextFragment]:
+    def stream(self, task: str, *, session: Session) -> AsyncIterator[Step]:
         """Like `run` (a remote agent's text arrives whole)."""
         return self._remote(task, session)
 

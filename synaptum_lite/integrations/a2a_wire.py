@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from ..errors import (
@@ -51,10 +51,19 @@ from .a2a_answers import (
     task_result,
     text_of,
 )
-from .a2a_answers import STATES as STATES  # public here before a2a_answers held it
 
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from .a2a import RemoteAgent
+
+class Remote(Protocol):
+    """What the wire needs of a remote agent (`a2a.RemoteAgent` is one)."""
+
+    name: str
+    url: str  # as printed: without a password
+    endpoint: str
+    tenant: str | None
+    timeout: float
+    poll_interval: float
+    max_wait: float
+
 
 PROTOCOL_VERSION = "1.0"
 CARD_PATH = "/.well-known/agent-card.json"
@@ -168,7 +177,7 @@ async def read(
 class Rpc:
     """The JSON-RPC calls of one pass, each turned into a result or a designed error."""
 
-    def __init__(self, agent: RemoteAgent, http: Any, run_id: str) -> None:
+    def __init__(self, agent: Remote, http: Any, run_id: str) -> None:
         self.agent = agent
         self.http = http
         self.run_id = run_id
