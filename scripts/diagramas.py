@@ -404,34 +404,32 @@ def journaled_row() -> dict[str, object]:
         asyncio.run(_journal_one_tool_step(database))
         connection = sqlite3.connect(database)
         try:
-            columns = ("id", "run", "step_id", "phase", "attempt", "data")
+            columns = ("run_id", "seq", "step_id", "phase", "attempt", "data")
             row = connection.execute(
                 f"SELECT {', '.join(columns)}, typeof(data) FROM events "
                 "WHERE step_id = '000001-tool' AND phase = 'completed'"
             ).fetchone()
-            run_id, next_seq = connection.execute(
-                "SELECT run_id, next_seq FROM runs WHERE id = ?", (row[1],)
+            (next_seq,) = connection.execute(
+                "SELECT next_seq FROM runs WHERE run_id = ?", (row[0],)
             ).fetchone()
         finally:
             connection.close()
     found = dict(zip(columns, row, strict=False))
     found["typeof_data"] = row[-1]
-    found["run_id"], found["next_seq"] = run_id, next_seq
+    found["next_seq"] = next_seq
     return found
 
 
 def row() -> str:
     r = journaled_row()
-    seq = int(r["id"]) & 0xFFFFFFFF
-    assert int(r["id"]) >> 32 == r["run"], "the rowid is run << 32 | seq"
     data = str(r["data"])
     f = Figure(
         "fil",
         760,
         330,
         "Una fila del journal en SQLite, con lo que guarda cada columna",
-        f"La fila del evento {r['step_id']} {r['phase']} de la tabla events: id "
-        f"{r['id']}, run {r['run']}, step_id {r['step_id']}, phase {r['phase']}, attempt "
+        f"La fila del evento {r['step_id']} {r['phase']} de la tabla events: run_id "
+        f"{r['run_id']}, seq {r['seq']}, step_id {r['step_id']}, phase {r['phase']}, attempt "
         f"{r['attempt']} y data {data}.",
     )
     f.text(
@@ -441,8 +439,8 @@ def row() -> str:
         "n",
     )
     columns = [
-        ("id", str(r["id"]), f"run << 32 | seq: el run {r['run']}, posición {seq}"),
-        ("run", str(r["run"]), f"su fila en la tabla runs («{r['run_id']}»)"),
+        ("run_id", str(r["run_id"]), "el run: su fila en la tabla runs"),
+        ("seq", str(r["seq"]), f"la posición del evento en el journal (de {r['next_seq']})"),
         ("step_id", str(r["step_id"]), "la posición del paso y su tipo"),
         ("phase", str(r["phase"]), "la fase: attempted, completed o resolved"),
         ("attempt", str(r["attempt"]), "el intento: 2 si el paso se repitió"),
@@ -459,7 +457,7 @@ def row() -> str:
     f.text(
         0,
         318,
-        "La clave (run, step_id, phase, attempt) es única: "
+        "La clave (run_id, step_id, phase, attempt) es única: "
         "escribir otra vez el mismo evento no hace nada.",
         "n",
     )

@@ -365,8 +365,11 @@ _SELF_ASSIGNMENT = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]+)?
 
 
 def _assigned_on_self(klass: type) -> set[str]:
-    """The attribute names a class of the package assigns as `self.<name> = …` in its source."""
+    """The attribute names a class of the package assigns on `self` in its source:
+    `self.<name> = …`, and each name of `self.<a>, self.<b> = …`."""
+    import ast
     import inspect
+    import textwrap
 
     if not klass.__module__.startswith("synaptum_lite"):
         return set()
@@ -374,7 +377,14 @@ def _assigned_on_self(klass: type) -> set[str]:
         source = inspect.getsource(klass)
     except (OSError, TypeError):
         return set()
-    return set(_SELF_ASSIGNMENT.findall(source))
+    names = set(_SELF_ASSIGNMENT.findall(source))
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for item in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if isinstance(item, ast.Attribute) and getattr(item.value, "id", "") == "self":
+                        names.add(item.attr)
+    return names
 
 
 def _public_names() -> dict[str, Any]:

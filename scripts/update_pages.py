@@ -22,6 +22,7 @@ if __name__ == "__main__":
     # The warm parent imports ipykernel while this process imports nbclient, below.
     kernel_zygote.start_early(kernel_zygote.check_environment())
 
+from scripts import layout  # noqa: E402
 from scripts.kernel import run_notebooks_sync  # noqa: E402
 from scripts.pages import (  # noqa: E402
     PageFormatError,
@@ -79,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path.write_text(updated, encoding="utf-8")
             print(f"updated {name}")
+    # the package's layout: each folder's size, and the tree on Conceptos (scripts/layout.py)
+    for stale in layout.write(check=options.check):
+        failed += options.check
+        print(f"{'DIFFERS' if options.check else 'updated'} {stale} (the package's layout)")
     return 1 if failed else 0
 
 

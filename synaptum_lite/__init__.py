@@ -52,11 +52,11 @@ from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .stores.memory import MemoryCheckpointer
 from .tools import Risk, Tool, ToolContext, tool
+from .usage import RunUsage, TurnUsage, run_usage
 
-if typing.TYPE_CHECKING:  # imported on first use by `__getattr__` below
+if typing.TYPE_CHECKING:  # loaded on first use by `__getattr__` below
     from .stores.postgres import PostgresCheckpointer
     from .stores.sqlite import SqliteCheckpointer
-    from .usage import RunUsage, TurnUsage, run_usage
 
 __all__ = [
     "Action",
@@ -128,10 +128,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Stores and reports load on first use. The SQLite store brings sqlite3 (and datetime):
-    # 2-3 ms by python -X importtime, which a program on MemoryCheckpointer or PostgreSQL never
-    # needs (nor Pyodide, where sqlite3 is a package of its own). PostgreSQL is an optional
-    # extra: its module loads asyncio, and psycopg when used.
+    # The two file and server stores load when first asked for: in the browser (Pyodide)
+    # sqlite3 is a package of its own, fetched only when a page uses SqliteCheckpointer, and
+    # PostgreSQL is an optional extra.
     if name == "SqliteCheckpointer":
         from .stores.sqlite import SqliteCheckpointer
 
@@ -140,8 +139,4 @@ def __getattr__(name: str) -> object:
         from .stores.postgres import PostgresCheckpointer
 
         return PostgresCheckpointer
-    if name in ("RunUsage", "TurnUsage", "run_usage"):
-        from . import usage
-
-        return getattr(usage, name)
     raise AttributeError(f"module 'synaptum_lite' has no attribute {name!r}")

@@ -8,19 +8,17 @@ Every implementation passes the same conformance suite (`tests/core/test_conform
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .codec import Record, decode_all, decode_final, decode_header
 from .errors import JournalError, RunBusy
 from .events import FinalStep, Step, parse_step_id
-
-if TYPE_CHECKING:
-    import asyncio
 
 FORMAT_VERSION = 1
 """The journal format this version writes and the newest it reads."""
@@ -157,8 +155,6 @@ async def holding(
     `try_acquire` (plain or async) returns a release function (plain or async), or None when
     another driver holds the run. Raises `RunBusy` when the run stays held.
     """
-    import asyncio  # here, not above: tests/core/test_public_api.py keeps it out of the import
-
     loop = asyncio.get_running_loop()
     key = (store, run_id)
     release = await _settled(try_acquire())

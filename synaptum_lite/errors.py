@@ -54,8 +54,7 @@ class ToolDefinitionError(ConfigurationError):
     """A function cannot be described to a model as a tool."""
 
     def __init__(self, tool: str, problem: str) -> None:
-        self.tool = tool
-        self.problem = problem
+        self.tool, self.problem = tool, problem
         super().__init__(f"tool {tool!r} cannot be described to a model: {problem}")
 
 
@@ -67,8 +66,7 @@ class NotAJournal(JournalError):
     """The store exists but holds something else."""
 
     def __init__(self, location: str, detail: str) -> None:
-        self.location = location
-        self.detail = detail
+        self.location, self.detail = location, detail
         super().__init__(
             f"{location} is not a synaptum_lite journal ({detail}); "
             "point the checkpointer at a new file or at a journal it wrote"
@@ -79,9 +77,7 @@ class UnsupportedFormat(JournalError):
     """The journal was written by a newer version of the format."""
 
     def __init__(self, location: str, found: int, supported: int) -> None:
-        self.location = location
-        self.found = found
-        self.supported = supported
+        self.location, self.found, self.supported = location, found, supported
         super().__init__(
             f"{location} uses journal format {found}, newer than the {supported} this "
             "synaptum_lite reads; upgrade synaptum_lite to open it (nothing was changed)"
@@ -92,9 +88,7 @@ class CorruptJournal(JournalError):
     """A record exists but cannot be decoded. `seq` is None when it is the run's header."""
 
     def __init__(self, run_id: str, seq: int | None, detail: str) -> None:
-        self.run_id = run_id
-        self.seq = seq
-        self.detail = detail
+        self.run_id, self.seq, self.detail = run_id, seq, detail
         what = "the run's header" if seq is None else f"journal record {seq}"
         super().__init__(
             f"run {run_id!r}: {what} cannot be decoded ({detail}); "
@@ -110,8 +104,7 @@ class DamagedStore(JournalError):
     """
 
     def __init__(self, location: str, detail: str) -> None:
-        self.location = location
-        self.detail = detail
+        self.location, self.detail = location, detail
         super().__init__(
             f"the journal store {location} is damaged ({detail}); nothing more is written to "
             "it: restore it from a backup, or copy the runs that still read into a new store "
@@ -123,9 +116,7 @@ class LockFailed(JournalError):
     """The store could not lock a run for a reason other than another driver holding it."""
 
     def __init__(self, location: str, run_id: str, cause: str) -> None:
-        self.location = location
-        self.run_id = run_id
-        self.cause = cause
+        self.location, self.run_id, self.cause = location, run_id, cause
         super().__init__(
             f"cannot lock run {run_id!r} in {location}: {cause}; nothing was run. The lock "
             "needs a local file system that supports file locks (not NFS without a lock "
@@ -140,8 +131,7 @@ class StoreUnavailable(JournalError):
     remedy = "run the agent again with the same run_id once it is back"
 
     def __init__(self, location: str, detail: str) -> None:
-        self.location = location
-        self.detail = detail
+        self.location, self.detail = location, detail
         super().__init__(
             f"the journal store {location} {self.condition} ({detail}); every event appended "
             f"before this is kept: {self.remedy}"
@@ -171,8 +161,7 @@ class StoreForbidden(JournalError):
     create or write its tables, or the server accepts no writes (a standby)."""
 
     def __init__(self, location: str, detail: str, remedy: str) -> None:
-        self.location = location
-        self.detail = detail
+        self.location, self.detail = location, detail
         super().__init__(
             f"the journal store {location} refused the journal ({detail}); nothing was "
             f"written: {remedy}"
@@ -183,8 +172,7 @@ class StoreReplaced(StoreUnavailable):
     """The journal file was replaced or deleted under a store that had it open."""
 
     def __init__(self, location: str, detail: str) -> None:
-        self.location = location
-        self.detail = detail
+        self.location, self.detail = location, detail
         JournalError.__init__(
             self,
             f"the journal file {location} was replaced or deleted while this store had it "
@@ -197,8 +185,7 @@ class RunBusy(SynaptumError):
     """Another driver holds the run: two workers must not drive one run at once."""
 
     def __init__(self, run_id: str, location: str) -> None:
-        self.run_id = run_id
-        self.location = location
+        self.run_id, self.location = run_id, location
         super().__init__(
             f"run {run_id!r} is being driven by another worker ({location}); "
             "wait for it to finish or stop it, then run again with the same run_id "
@@ -210,8 +197,7 @@ class ConfigurationChanged(SynaptumError):
     """The agent resuming a run is not configured like the one that started it."""
 
     def __init__(self, run_id: str, changes: dict[str, tuple[Any, Any]]) -> None:
-        self.run_id = run_id
-        self.changes = changes
+        self.run_id, self.changes = run_id, changes
         described = "; ".join(
             _tools_changed(before, after)
             if name == "tools"
@@ -266,10 +252,7 @@ class UncertainEffect(SynaptumError):
     def __init__(
         self, run_id: str, step_id: str, tool: str, arguments: dict[str, Any] | str
     ) -> None:
-        self.run_id = run_id
-        self.step_id = step_id
-        self.tool = tool
-        self.arguments = arguments
+        self.run_id, self.step_id, self.tool, self.arguments = run_id, step_id, tool, arguments
         super().__init__(
             f"run {run_id!r}, step {step_id}: tool {tool!r} with arguments {arguments!r} "
             "was attempted and never completed, and it is not idempotent, so running it "
@@ -301,9 +284,7 @@ class StepLimitExceeded(SynaptumError):
     """The run reached its `max_steps` before the model gave a final answer."""
 
     def __init__(self, run_id: str, max_steps: int, last_step_id: str) -> None:
-        self.run_id = run_id
-        self.max_steps = max_steps
-        self.last_step_id = last_step_id
+        self.run_id, self.max_steps, self.last_step_id = run_id, max_steps, last_step_id
         super().__init__(
             f"run {run_id!r} reached max_steps={max_steps} without a final answer; the "
             f"last journaled step is {last_step_id}. Raise max_steps and run the same "
@@ -315,9 +296,7 @@ class NothingToResolve(SynaptumError):
     """An operator decision names a step that is not waiting for one."""
 
     def __init__(self, run_id: str, step_id: str, state: str) -> None:
-        self.run_id = run_id
-        self.step_id = step_id
-        self.state = state
+        self.run_id, self.step_id, self.state = run_id, step_id, state
         super().__init__(
             f"run {run_id!r}, step {step_id} is {state}, so there is nothing to resolve; "
             "read the journal (load_events(checkpointer, run_id)) to find the pending step"
@@ -360,25 +339,17 @@ class McpServerLost(SynaptumError):
         run_id: str | None = None,
         step_id: str | None = None,
     ) -> None:
-        self.server = server
-        self.detail = detail
-        self.tool = tool
-        self.arguments = arguments
-        self.run_id = run_id
-        self.step_id = step_id
-        if tool is None:
-            super().__init__(
-                f"MCP server {server!r} went away during its start-up ({detail}); no tool was "
-                "called: check its command and what it wrote to stderr, then connect again"
-            )
-            return
+        self.server, self.detail, self.tool, self.arguments = server, detail, tool, arguments
+        self.run_id, self.step_id = run_id, step_id
         super().__init__(
-            f"MCP server {server!r} was lost during the call to tool {tool!r} (run {run_id!r}, "
-            f"step {step_id}) with arguments {quoted(arguments)} ({detail}); whether the call "
-            "had its "
-            "effect is unknown, so nothing was retried and the step stays attempted. Start the "
-            "server again and run the same run_id: an idempotent tool runs again, a "
-            "non-idempotent one raises UncertainEffect for a person to resolve"
+            f"MCP server {server!r} went away during its start-up ({detail}); no tool was "
+            "called: check its command and what it wrote to stderr, then connect again"
+            if tool is None
+            else f"MCP server {server!r} was lost during the call to tool {tool!r} (run "
+            f"{run_id!r}, step {step_id}) with arguments {quoted(arguments)} ({detail}); whether "
+            "the call had its effect is unknown, so nothing was retried and the step stays "
+            "attempted. Start the server again and run the same run_id: an idempotent tool "
+            "runs again, a non-idempotent one raises UncertainEffect for a person to resolve"
         )
 
 
@@ -447,8 +418,7 @@ class InvalidToolCall(SynaptumError):
     """
 
     def __init__(self, tool: str, problem: str) -> None:
-        self.tool = tool
-        self.problem = problem
+        self.tool, self.problem = tool, problem
         super().__init__(f"invalid call to tool {tool!r}: {problem}")
 
 
@@ -463,7 +433,5 @@ class ProviderError(SynaptumError):
         status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
+        self.retryable, self.status, self.retry_after = retryable, status, retry_after
         super().__init__(message)

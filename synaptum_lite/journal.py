@@ -1,4 +1,4 @@
-"""Replay: the journal as the loop reads it while driving a run.
+"""The journal as the loop reads it while driving a run: what it holds at each step.
 
 The loop asks, at each step position, what the journal already holds there. The answers are
 the resume rules: a completed step returns its recorded result; a step with no trace runs; a
@@ -31,8 +31,6 @@ from .messages import ToolCall
 class StepHistory:
     """Everything the journal holds about one step."""
 
-    # a plain class, not a dataclass: nothing compares or prints it, and @dataclass compiles
-    # its methods when the package is imported
     __slots__ = ("step_id", "attempted", "completed", "decisions")
 
     def __init__(self, step_id: str) -> None:
@@ -165,9 +163,7 @@ class Journal:
         knowing (PostgreSQL: the server ended the lock's session while the consumer held the
         last event). Raises `StoreUnavailable` then; a store whose hold cannot be lost while
         its process lives (SQLite, memory) has nothing to ask."""
-        confirm = getattr(self.checkpointer, "confirm_hold", None)
-        if confirm is not None:
-            await confirm(self.run_id)
+        await self.checkpointer.confirm_hold(self.run_id)
 
     # ── the checks of a resume: the journal's step must be the step the loop makes now ──────
 

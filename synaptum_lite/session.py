@@ -8,9 +8,12 @@ approval request with `decide`.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 from .checkpointer import Checkpointer, load_events
 from .errors import ConfigurationError, NothingToResolve
@@ -19,18 +22,6 @@ from .gateway import Gateway
 from .journal import StepHistory, index
 from .messages import ToolResult, lone_surrogate
 from .tools import to_result_text
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-
-def _jitter() -> float:
-    """A number drawn uniformly from [0, 1), as `random.random` draws it."""
-    # imported here: `random` is 1 ms of `import synaptum_lite` (python -X importtime), and
-    # only a retry needs it
-    import random
-
-    return random.random()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +36,7 @@ class RetryPolicy:
     max_attempts: int = 4
     base: float = 0.5
     cap: float = 30.0
-    random: Callable[[], float] = field(default=_jitter, compare=False)
+    random: Callable[[], float] = field(default=random.random, compare=False)
 
     def __post_init__(self) -> None:
         attempts = self.max_attempts
@@ -79,17 +70,7 @@ class RetryPolicy:
 
 def _now() -> datetime:
     """The time now, in UTC."""
-    # imported here: `datetime` is 1 ms of `import synaptum_lite` (python -X importtime), and
-    # only a person's decision reads the clock
-    from datetime import UTC, datetime
-
     return datetime.now(UTC)
-
-
-async def _sleep(seconds: float) -> None:
-    import asyncio  # imported here: `import synaptum_lite` stays light
-
-    await asyncio.sleep(seconds)
 
 
 @dataclass(slots=True)
@@ -104,7 +85,7 @@ class Session:
     gateway: Gateway
     checkpointer: Checkpointer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    sleep: Callable[[float], Awaitable[Any]] = _sleep
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     clock: Callable[[], datetime] = field(default=_now)
 
     def __post_init__(self) -> None:

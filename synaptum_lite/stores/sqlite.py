@@ -24,7 +24,8 @@ import sqlite3
 import weakref
 import zlib
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from ..checkpointer import RunState, holding, is_final, never_started, run_state
 from ..codec import Encoded, Record, check_run_id, encode_events, encode_header
@@ -32,9 +33,6 @@ from ..errors import ConfigurationError, RunBusy
 from ..events import Step
 from . import runlock
 from .sqlite_file import JournalFile, journal_path
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 # `sqlite_file` creates these in a new file statement by statement: no ";" inside them
 SCHEMA = """
@@ -105,8 +103,6 @@ class SqliteCheckpointer:
     @property
     def path(self) -> Path:
         """The journal file's path."""
-        from pathlib import Path  # here: tests/core/test_public_api.py keeps it out of a run
-
         return Path(self._file.path)
 
     def __repr__(self) -> str:

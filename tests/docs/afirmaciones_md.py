@@ -627,6 +627,6 @@ def _una_fila_de_events_es_la_clave_del_evento_su_posicion_y_su_json() -> None:
 
     row = journaled_row()
     assert (row["step_id"], row["phase"], row["attempt"]) == ("000001-tool", "completed", 1)
-    assert row["id"] == row["run"] << 32 | 3, "the rowid is run << 32 | seq (the 4th event)"
+    assert row["seq"] == 3, "the 4th event of the run, at position 3"
     assert row["typeof_data"] == "text" and json.loads(row["data"]) == {"content": "4.200,00 €"}
     assert row["run_id"] == "saldo-es91" and row["next_seq"] == 4
