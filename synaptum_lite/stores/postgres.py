@@ -24,10 +24,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from ..checkpointer import RunState, holding, run_state
+from ..checkpointer import RunState
 from ..codec import Record, check_run_id, encode_events, encode_header
 from ..errors import ConfigurationError, StoreUnavailable, StoreUnreachable
 from ..events import Step
+from .alike import holding, run_state
 from .postgres_connection import (
     Link,
     abandon_all,

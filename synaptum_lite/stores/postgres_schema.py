@@ -12,9 +12,10 @@ import hashlib
 import re
 from typing import Any
 
-from ..checkpointer import FORMAT_VERSION, is_final, never_started
+from ..checkpointer import FORMAT_VERSION
 from ..codec import Encoded
 from ..errors import DamagedStore, NotAJournal, StoreForbidden, UnsupportedFormat
+from .alike import is_final, never_started
 
 # The schema says what it is: its `meta` table names the application and the format. A run's
 # events are keyed by (run, seq), so its journal is read in order from the primary key, and

@@ -27,11 +27,12 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..checkpointer import RunState, holding, is_final, never_started, run_state
+from ..checkpointer import RunState
 from ..codec import Encoded, Record, check_run_id, encode_events, encode_header
 from ..errors import ConfigurationError, RunBusy
 from ..events import Step
 from . import runlock
+from .alike import holding, is_final, never_started, run_state
 from .sqlite_file import JournalFile, journal_path
 
 # `sqlite_file` creates these in a new file statement by statement: no ";" inside them
