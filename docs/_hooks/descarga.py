@@ -4,9 +4,11 @@ its repository when whoever publishes it knows it.
 - `on_files` adds `synaptum-lite.zip` at the site's root: every file git tracks
   (`git ls-files`), as it is in this checkout, under one folder, `synaptum-lite/`, which is
   the repository's root once unpacked. Nothing untracked goes in (no `.venv`, no `site/`, no
-  `node_modules`); without git, or outside a git checkout, the build fails saying so rather
-  than guess. The archive is deterministic: members in path order, one fixed timestamp, the
-  file mode git records (644 or 755), so two builds of one checkout give the same bytes. As a
+  `node_modules`). The archive also holds `.kit-files`, that list (a mode and a path a line),
+  so the kit unpacked from it builds its site, and the same archive, without git; with
+  neither git nor that list, the build fails saying so rather than guess. The archive is
+  deterministic: members in path order, one fixed timestamp, the file mode git records (644
+  or 755), so two builds of one checkout give the same bytes. As a
   file of the site, a page's link to it (`[…](synaptum-lite.zip)`) is checked like any other.
 - `on_config` reads the repository's address from `SYNAPTUM_REPO_URL` (the publishing
   workflow sets it from `github.server_url` and `github.repository`) into
@@ -62,7 +64,28 @@ _PANEL = re.compile(r'(<div class="navegador-ejecutar navegador-no">.*?)(</div>)
 
 
 class NotAGitCheckout(RuntimeError):
-    """The kit's files cannot be listed: no git, or this folder is not a git checkout."""
+    """The kit's files cannot be listed: no git checkout here, and no `.kit-files` list."""
+
+
+#: The list of the kit's files that the archive carries (it is not a tracked file itself).
+MANIFEST = ".kit-files"
+
+
+def kit_files(repo: Path = REPO) -> list[tuple[str, int]]:
+    """The kit's files and their modes: git's tracked files in a checkout, else the list an
+    unpacked download carries (`.kit-files`). Raises `NotAGitCheckout` with neither."""
+    try:
+        return tracked_files(repo)
+    except NotAGitCheckout as error:
+        listed = repo / MANIFEST
+        if not listed.is_file():
+            raise NotAGitCheckout(f"{error}, and it holds no {MANIFEST} list") from None
+        files = []
+        for line in listed.read_text(encoding="utf-8").splitlines():
+            mode, path = line.split(" ", 1)
+            if (repo / path).is_file():
+                files.append((path, int(mode, 8)))
+        return sorted(files)
 
 
 def tracked_files(repo: Path = REPO) -> list[tuple[str, int]]:
@@ -100,13 +123,18 @@ def tracked_files(repo: Path = REPO) -> list[tuple[str, int]]:
 def kit_archive(repo: Path = REPO) -> bytes:
     """The zip of the kit: every tracked file under `synaptum-lite/`, deterministically."""
     buffer = BytesIO()
+    files = kit_files(repo)
+    listing = "".join(f"{mode:o} {path}\n" for path, mode in files).encode()
     with zipfile.ZipFile(buffer, "w") as archive:
-        for path, mode in tracked_files(repo):
+        for path, mode, content in sorted(
+            [(p, m, None) for p, m in files] + [(MANIFEST, _MODES["100644"], listing)]
+        ):
             info = zipfile.ZipInfo(f"{FOLDER}/{path}", TIMESTAMP)
             info.create_system = 3  # Unix, so the mode below is read on every platform
             info.external_attr = mode << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, (repo / path).read_bytes(), compresslevel=9)
+            data = content if content is not None else (repo / path).read_bytes()
+            archive.writestr(info, data, compresslevel=9)
     return buffer.getvalue()
 
 
@@ -117,13 +145,14 @@ def repo_url(config: MkDocsConfig) -> str | None:
 def _failed(error: NotAGitCheckout) -> PluginError:
     return PluginError(
         f"{ARCHIVE} (the kit the site offers for download) is built from the files git tracks, "
-        f"and {error}. Build the site from a git clone of the repository, with git installed."
+        f"and {error}. Build the site from a git clone of the repository (with git installed) "
+        f"or from the kit unpacked from {ARCHIVE}."
     )
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     try:  # first of all, before anything slower (navegador.py's npm ci) runs in vain
-        tracked_files()
+        kit_files()
     except NotAGitCheckout as error:
         raise _failed(error) from None
     url = os.environ.get(REPO_URL_VARIABLE, "").strip().rstrip("/")

@@ -13,6 +13,7 @@ downloaded one, and the lock as committed.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -65,6 +66,7 @@ def test_the_download_holds_exactly_the_tracked_files(downloaded: Path) -> None:
     members = {info.filename: info.external_attr >> 16 for info in infos}
     assert len(members) == len(infos), "a file is in the archive twice"
     expected = {f"{FOLDER}/{path}": mode for path, mode in tracked_files().items()}
+    expected[f"{FOLDER}/.kit-files"] = 0o100644  # the list itself, for a build without git
     missing = sorted(set(expected) - set(members))
     extra = sorted(set(members) - set(expected))
     assert not missing and not extra, f"missing: {missing[:20]}\nnot tracked: {extra[:20]}"
@@ -136,6 +138,10 @@ def test_the_unpacked_kit_checks_a_notebook_against_its_page(
          "-k", "01_bucle and (shape or stored)"],
         # README's «comprobar sin reescribir nada», on one notebook: it runs, prints its page
         [*uv, "run", "python", "-m", "scripts.update_pages", "--check", NOTEBOOK],
+        # no git here: the site's hook builds the archive from the list it carries, the same
+        [*uv, "run", "python", "-c",
+         "import hashlib, runpy; hook = runpy.run_path('docs/_hooks/descarga.py'); "
+         "print(hashlib.sha256(hook['kit_archive']()).hexdigest())"],
     ]  # fmt: skip
     outputs = []
     for command in commands:
@@ -150,3 +156,4 @@ def test_the_unpacked_kit_checks_a_notebook_against_its_page(
         outputs.append(done.stdout)
     assert "2 passed" in outputs[0], outputs[0]  # it ran the two tests it selected
     assert f"ok      {NOTEBOOK}" in outputs[1], outputs[1]  # the notebook printed its page
+    assert outputs[2].split()[-1] == hashlib.sha256(downloaded.read_bytes()).hexdigest()
