@@ -44,6 +44,29 @@ def property_notebooks() -> list[Path]:
     return sorted(PROPERTY_NOTEBOOKS.glob("*.ipynb"))
 
 
+#: How a notebook kills a real process: `comun.mata`, `os.kill`, or a child's `.kill()`.
+_KILLS = re.compile(r"\bmata\(|\bos\.kill\(|\.send_signal\(|\.kill\(\)")
+
+
+def notebooks_that_kill() -> list[str]:
+    """The numbers of the property notebooks that kill a real process: in their code, or in
+    a helper process of theirs (`_hijo_NN.py`, `_servidor_NN.py`, `_trabajador_NN.py`)."""
+    found = []
+    for path in property_notebooks():
+        number = path.name[:2]
+        code = "\n".join(
+            "".join(cell["source"])
+            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+            if cell["cell_type"] == "code"
+        )
+        helpers = [
+            h.read_text(encoding="utf-8") for h in PROPERTY_NOTEBOOKS.glob(f"_*_{number}.py")
+        ]
+        if any(_KILLS.search(text) for text in [code, *helpers]):
+            found.append(number)
+    return found
+
+
 def relative(path: Path) -> str:
     """`path` as the repository names it (`notebooks/propiedades/02_durabilidad.ipynb`)."""
     try:

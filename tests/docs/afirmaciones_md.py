@@ -630,3 +630,25 @@ def _una_fila_de_events_es_la_clave_del_evento_su_posicion_y_su_json() -> None:
     assert row["seq"] == 3, "the 4th event of the run, at position 3"
     assert row["typeof_data"] == "text" and json.loads(row["data"]) == {"content": "4.200,00 €"}
     assert row["run_id"] == "saldo-es91" and row["next_seq"] == 4
+
+
+@afirmacion("cuadernos.los-que-matan")
+def _los_cuadernos_que_matan_un_proceso_son_los_que_nombra_el_06() -> None:
+    # 06 names the other notebooks that kill a real process; which ones do is read from the
+    # notebooks and their helper processes (scripts.pages.notebooks_that_kill), not typed twice
+    import re
+
+    from scripts.pages import notebooks_that_kill, read_notebook, source_of
+
+    notebook = read_notebook(REPO / "notebooks" / "propiedades" / "06_kill_9.ipynb")
+    block = next(
+        paragraph
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "markdown"
+        for paragraph in source_of(cell).split("\n\n")
+        if "cuadernos.los-que-matan" in paragraph
+    )
+    listed = re.search(r"matan procesos de verdad \(([^)]*)\)", " ".join(block.split()))
+    assert listed, block
+    named = re.findall(r"\bel (\d\d)\b", listed.group(1))
+    assert named == [n for n in notebooks_that_kill() if n != "06"], (named, notebooks_that_kill())

@@ -36,3 +36,21 @@ def test_the_index_gives_each_notebook_about_the_minutes_its_words_take() -> Non
         if says is None or abs(says - counted) > 2:
             wrong.append(f"{path.stem}: the index says {says} min, its words take {counted}")
     assert not wrong, "docs/index.md, table of the properties:\n" + "\n".join(wrong)
+
+
+def test_the_notebooks_the_index_says_take_longest_do_and_start_processes() -> None:
+    """The sentence under the table names the notebooks that take longest to run; they are
+    the three slowest of its own *correrlo* column, and each kills a process of its own
+    (`scripts.pages.notebooks_that_kill`, read from the notebooks)."""
+    from scripts.pages import notebooks_that_kill
+
+    seconds = {
+        number: int(s)
+        for number, s in re.findall(r"^\| (\d\d) \| .* \| \d+ min \| (\d+) s \|$", INDEX, re.M)
+    }
+    slowest = sorted(seconds, key=lambda n: (-seconds[n], n))[:3]
+    said = re.search(r"los que más tardan, ([^,]*(?:, [^,]*)*?), arrancan", " ".join(INDEX.split()))
+    assert said, "the index no longer says which notebooks take longest"
+    named = re.findall(r"\bel (\d\d)\b", said.group(1))
+    assert sorted(named) == sorted(slowest), (named, slowest)
+    assert set(named) <= set(notebooks_that_kill()), (named, notebooks_that_kill())
