@@ -57,8 +57,21 @@ def nombre_del_modelo() -> str:
     return os.environ.get("SYNAPTUM_MODEL", "desconocido")
 
 
-def linea_de_modo() -> str:
-    """Con qué se está hablando, para que nadie confunda un guion con un modelo."""
+#: Lo que dice la cabecera de un cuaderno que corre siempre sobre el doble, haya lo que haya en
+#: el entorno: exportar `SYNAPTUM_BASE_URL` no cambiaría nada.
+MODO_SIEMPRE_EL_DOBLE = (
+    "sin inferencia · respuestas guionizadas (este cuaderno usa siempre el doble)"
+)
+
+
+def linea_de_modo(*, siempre_el_doble: bool = False) -> str:
+    """Con qué se está hablando, para que nadie confunda un guion con un modelo.
+
+    Con `siempre_el_doble`, la de un cuaderno que no usa `gateway` sino el doble directamente:
+    dice que el doble contesta siempre, no que exportar una variable lo cambie.
+    """
+    if siempre_el_doble:
+        return MODO_SIEMPRE_EL_DOBLE
     variable = modelo_real()
     if variable is None:
         return (
@@ -70,12 +83,16 @@ def linea_de_modo() -> str:
     return f"HTTP directo · {os.environ['SYNAPTUM_BASE_URL']}"
 
 
-def encabezado(titulo: str) -> None:
-    """Imprime la cabecera de un cuaderno: título, una raya del mismo largo y el modo."""
+def encabezado(titulo: str, *, siempre_el_doble: bool = False) -> None:
+    """Imprime la cabecera de un cuaderno: título, una raya del mismo largo y el modo.
+
+    `siempre_el_doble=True` en los cuadernos que corren sobre el doble por diseño (su página
+    dice por qué): su modo lo dice, con o sin modelo en el entorno.
+    """
     print()
     print(titulo)
     print("─" * len(titulo))
-    print(linea_de_modo())
+    print(linea_de_modo(siempre_el_doble=siempre_el_doble))
     print()
 
 

@@ -30,6 +30,20 @@ def test_the_header_is_a_blank_line_the_title_its_rule_the_mode_and_a_blank_line
     )
 
 
+def test_a_notebook_always_on_the_double_says_so_with_or_without_a_model(
+    comun, capsys, monkeypatch
+) -> None:
+    expected = (
+        "\n10 · Reintentos\n───────────────\n"
+        "sin inferencia · respuestas guionizadas (este cuaderno usa siempre el doble)\n\n"
+    )
+    comun.encabezado("10 · Reintentos", siempre_el_doble=True)
+    assert capsys.readouterr().out == expected
+    monkeypatch.setenv("SYNAPTUM_BASE_URL", "http://127.0.0.1:9/v1")
+    comun.encabezado("10 · Reintentos", siempre_el_doble=True)
+    assert capsys.readouterr().out == expected
+
+
 def test_without_model_variables_the_gateway_is_the_scripted_double(comun) -> None:
     from synaptum_lite.testing import ScriptedGateway, says
 
