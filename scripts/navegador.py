@@ -33,6 +33,7 @@ PYODIDE_FILES = (
 
 #: Notebooks that cannot run in a browser, and why (said on their page, where the run would be).
 NEEDS_A_PROCESS = {
+    "00_primer_run": "mata con SIGKILL un proceso hijo de verdad, el que corre tus celdas",
     "02_durabilidad": "mata con SIGKILL un proceso hijo de verdad",
     "06_kill_9": "mata con SIGKILL un proceso hijo de verdad en cada frontera del run",
     "08_concurrencia": "arranca un segundo trabajador en otro proceso y lo mata con SIGKILL",

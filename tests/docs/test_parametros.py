@@ -56,6 +56,8 @@ class Case:
 
 
 CASES = [
+    Case("00", {"carpeta": NEW_FOLDER, "run_id": "primer-run-2"}),
+    Case("00", {"run_id": "primer run"}, refused="run_id", note="a space: not a run_id"),
     Case("01", {"carpeta": NEW_FOLDER, "run_id": "bucle-2"}),
     Case("01", {"run_id": 5}, refused="run_id", note="-p run_id 5 arrives as an int"),
     Case("02", {"carpeta": NEW_FOLDER, "run_id": "run-7"}),

@@ -85,6 +85,16 @@ class Experimento:
 
 EXPERIMENTOS = [
     Experimento(
+        "00.pruebalo-otro-run-id",
+        linea=(
+            "reanudar",
+            "sesion = Session(run_id, puerta, SqliteCheckpointer(almacen))",
+            'sesion = Session(f"{run_id}-otro", puerta, SqliteCheckpointer(almacen))',
+        ),
+        se_para=("afirmaciones", "AssertionError"),
+        se_ve=("modelo ×2 · herramienta ×1", "la reanudación volvió a pagar"),
+    ),
+    Experimento(
         "01.pruebalo-otro-saldo",
         linea=("herramientas", 'return "4.200,00 €"', 'return "1.000,00 €"'),
         se_ve=(
