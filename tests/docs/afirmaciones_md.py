@@ -633,22 +633,24 @@ def _una_fila_de_events_es_la_clave_del_evento_su_posicion_y_su_json() -> None:
 
 
 @afirmacion("cuadernos.los-que-matan")
-def _los_cuadernos_que_matan_un_proceso_son_los_que_nombra_el_06() -> None:
-    # 06 names the other notebooks that kill a real process; which ones do is read from the
-    # notebooks and their helper processes (scripts.pages.notebooks_that_kill), not typed twice
+def _los_cuadernos_que_matan_un_proceso_son_los_que_nombran_las_paginas() -> None:
+    # 06 names the other notebooks that kill a real process, Límites all of them; which ones
+    # do is read from the notebooks and their helper processes (notebooks_that_kill)
     import re
 
     from scripts.pages import notebooks_that_kill, read_notebook, source_of
 
+    kill = notebooks_that_kill()
     notebook = read_notebook(REPO / "notebooks" / "propiedades" / "06_kill_9.ipynb")
-    block = next(
-        paragraph
-        for cell in notebook["cells"]
-        if cell["cell_type"] == "markdown"
-        for paragraph in source_of(cell).split("\n\n")
-        if "cuadernos.los-que-matan" in paragraph
+    in_06 = " ".join(
+        source_of(cell) for cell in notebook["cells"] if cell["cell_type"] == "markdown"
     )
-    listed = re.search(r"matan procesos de verdad \(([^)]*)\)", " ".join(block.split()))
-    assert listed, block
-    named = re.findall(r"\bel (\d\d)\b", listed.group(1))
-    assert named == [n for n in notebooks_that_kill() if n != "06"], (named, notebooks_that_kill())
+    in_limites = (REPO / "docs" / "limites.md").read_text(encoding="utf-8")
+    for where, text, pattern, expected in (
+        ("06", in_06, r"matan procesos de verdad \(([^)]*)\)", [n for n in kill if n != "06"]),
+        ("Límites", in_limites, r"Los cuadernos ([\d, y]+) matan procesos", kill),
+    ):
+        listed = re.search(pattern, " ".join(text.split()))
+        assert listed, f"{where} no longer says which notebooks kill a process"
+        named = re.findall(r"\b(\d\d)\b", listed.group(1))
+        assert named == expected, (where, named, expected)
