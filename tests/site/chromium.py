@@ -261,11 +261,14 @@ class SeenBlock:
 READ_SIZES = {"escritorio": (1280, 800, False), "telefono": (390, 844, True)}
 
 
-def read_block(browser: Browser, url: str) -> SeenBlock:
+def read_block(browser: Browser, url: str, screenshots: Path | None = None) -> SeenBlock:
     """Open `url` and read its *Lo que imprime* block as a reader sees it, after the theme's
     CSS and JavaScript: after the load event, the fonts, and `SETTLE` seconds more (a bound: a
     script that changes the page later than that is not seen). Read at each of `READ_SIZES`
-    (a style for phones can hide what a desktop shows); a problem names the size."""
+    (a style for phones can hide what a desktop shows); a problem names the size. At each
+    size every line of the block is seen whole: the block does not scroll sideways and no text
+    lies beyond the viewport's width. With `screenshots` (a path without its suffix), a
+    screenshot of the block at each size is saved beside it, `<name>-<size>.png`."""
     texts, problems = [], []
     with browser.tab() as tab:
         tab.send("Page.enable")
@@ -283,7 +286,7 @@ def read_block(browser: Browser, url: str) -> SeenBlock:
                 tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
                 time.sleep(SETTLE)
             else:
-                time.sleep(0.1)  # the new size's layout and media queries
+                frames(tab)  # the new size's layout and media queries
             result = tab.send("Runtime.evaluate", expression=READ_BLOCK, returnByValue=True)
             if "exceptionDetails" in result:
                 raise RuntimeError(f"reading the block of {url}: {result['exceptionDetails']}")
@@ -291,13 +294,20 @@ def read_block(browser: Browser, url: str) -> SeenBlock:
             texts.append(value["text"])
             suffix = "" if number == 0 else f" (at {width}×{height}, {size})"
             problems.extend(problem + suffix for problem in value["problems"])
-            if not mobile and value["overflow"]:  # on a phone a block may scroll sideways
+            if value["overflow"]:
                 problems.append(
                     f"scrolls sideways at {width}×{height}: {value['overflow']} (every line "
-                    "must be seen whole at desktop width: widen the column in "
-                    "docs/_theme/assets/stylesheets/sitio.css or print narrower)"
+                    "must be seen whole, on a desktop and on a phone: widen the column or wrap "
+                    "the block in docs/_theme/assets/stylesheets/sitio.css, or print narrower)"
                 )
             problems.extend(problem + suffix for problem in value["covered_by_buttons"])
+            problems.extend(
+                f"not seen at {width}×{height}: {problem}"
+                for problem in unseen_text(tab, BLOCK_SELECTOR)
+            )
+            if screenshots is not None:
+                tab.send("Runtime.evaluate", expression=_BLOCK_INTO_VIEW)
+                screenshot(tab, screenshots.with_name(f"{screenshots.name}-{size}.png"))
     if texts[1:] != texts[:-1]:
         problems.append(f"the block's text changes with the size of the screen: {texts!r}")
     return SeenBlock(texts[0], problems)
@@ -305,3 +315,48 @@ def read_block(browser: Browser, url: str) -> SeenBlock:
 
 #: Seconds the page is left to settle after its load event before the block is read.
 SETTLE = 0.5
+
+
+#: The page's *Lo que imprime* block, as CSS finds it (lo_que_imprime.js finds the same `pre`:
+#: the first after the heading).
+BLOCK_SELECTOR = "#lo-que-imprime + .highlight > pre"
+_BLOCK_INTO_VIEW = f"document.querySelector({BLOCK_SELECTOR!r})?.scrollIntoView({{block: 'start'}})"
+
+#: tests/site/a_lo_ancho.js: a function of a CSS selector (what of those elements' text is
+#: beyond their box or the viewport's width).
+_UNSEEN = (Path(__file__).with_name("a_lo_ancho.js")).read_text(encoding="utf-8")
+
+
+def unseen_text(tab: Tab, selector: str, *, at_least: int = 1) -> list[str]:
+    """Why some text of the elements `selector` finds is not seen at the tab's width (a box
+    that scrolls sideways, a line beyond the element's box or the viewport); [] when all is.
+    Fewer than `at_least` such elements shown is a problem too (a check that finds nothing
+    checks nothing)."""
+    result = tab.send(
+        "Runtime.evaluate", expression=f"({_UNSEEN})({selector!r})", returnByValue=True
+    )
+    if "exceptionDetails" in result:
+        raise RuntimeError(f"measuring {selector}: {result['exceptionDetails']}")
+    value = result["result"]["value"]
+    problems = list(value["problems"])
+    if value["count"] < at_least:
+        problems.append(f"{value['count']} elements {selector!r} shown, expected {at_least}+")
+    return problems
+
+
+def screenshot(tab: Tab, path: Path) -> None:
+    """Save what the tab shows now (after two frames: a scroll just asked for is painted)."""
+    frames(tab)
+    shot = tab.send("Page.captureScreenshot", format="png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def frames(tab: Tab) -> None:
+    """Wait for the page's next two frames: what was just changed (a size, a scroll) is laid
+    out and painted."""
+    tab.send(
+        "Runtime.evaluate",
+        expression="new Promise((go) => requestAnimationFrame(() => requestAnimationFrame(go)))",
+        awaitPromise=True,
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from scripts.kernel import NotebookRun, code_cells
 from scripts.pages import read_notebook
-from tests.site.chromium import Browser
+from tests.site.chromium import Browser, unseen_text
 
 #: Seconds a page may take to run all its cells in the browser (Pyodide's first load included).
 RUN_TIMEOUT = 120.0
@@ -40,9 +40,12 @@ def run_page(
     height: int = 800,
     mobile: bool = False,
     screenshot: Path | None = None,
+    seen_whole: bool = False,
 ) -> BrowserRun:
     """Open `url`, run its cells in the page, and return what they printed as a `NotebookRun`
-    of `notebook` (cells named by their index and id in the notebook)."""
+    of `notebook` (cells named by their index and id in the notebook). With `seen_whole`, the
+    outputs written under the cells must be seen whole at that size (no sideways scroll, no
+    text beyond the viewport: `unseen_text`)."""
     problems: list[str] = []
     with browser.tab() as tab:
         tab.send("Page.enable")
@@ -62,6 +65,11 @@ def run_page(
             problems.append(f"the page did not finish running within {RUN_TIMEOUT:.0f} s")
         shown = tab.send("Runtime.evaluate", expression=_SHOWN, returnByValue=True)
         shown_text = shown["result"]["value"]
+        if seen_whole:
+            problems.extend(
+                f"an output under a cell is not seen whole at {width} px: {problem}"
+                for problem in unseen_text(tab, "pre.navegador-salida:not([hidden])")
+            )
         if screenshot is not None:
             tab.send("Runtime.evaluate", expression=_SCROLL_TO_FIRST_OUTPUT)
             time.sleep(0.2)

@@ -80,7 +80,7 @@
     const out = [], walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT), r = document.createRange();
     while (walk.nextNode()) {
       const node = walk.currentNode;
-      if (node.parentElement.closest(".clipboard-copy-txt, .zeroclipboard-container, .md-clipboard")) continue;
+      if (node.parentElement.closest(".clipboard-copy-txt, .zeroclipboard-container, .md-clipboard, .md-code__nav")) continue;
       let offset = 0;
       for (const line of node.textContent.split("\n")) {
         const start = line.length - line.trimStart().length;
@@ -94,7 +94,9 @@
     }
     return out;
   };
-  const buttons = [...document.querySelectorAll(".md-clipboard, clipboard-copy")]
+  // Material 9.8 puts its buttons in a .md-code__nav at the block's top right (before, a
+  // .md-clipboard); mkdocs-jupyter's is a clipboard-copy.
+  const buttons = [...document.querySelectorAll(".md-clipboard, .md-code__nav, clipboard-copy")]
     .filter((b) => b.getClientRects().length && getComputedStyle(b).visibility === "visible");
   const coveredBy = [];
   for (const button of buttons) {

@@ -12,13 +12,14 @@ element gives scrollWidth 916 and innerWidth 916). A screenshot of each is saved
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from scripts.pages import REPO
-from tests.site.chromium import Browser, PageReport
+from tests.site.chromium import Browser, PageReport, frames, screenshot, unseen_text
 
 SCREENSHOTS = REPO / "build" / "screenshots"
 
@@ -27,7 +28,9 @@ SCREENSHOTS = REPO / "build" / "screenshots"
 #: the API signatures).
 PAGES = {
     "inicio": "",
+    "propiedad-01": "propiedades/01_bucle/",
     "propiedad-02": "propiedades/02_durabilidad/",
+    "propiedad-06": "propiedades/06_kill_9/",
     "conceptos": "conceptos/",
     "figuras": "figuras/",
     "otros-sistemas": "otros-sistemas/",
@@ -89,3 +92,23 @@ def test_page_renders_cleanly(
             f"{report.scroll_width}, innerWidth {report.inner_width}"
         )
     assert shot.stat().st_size > 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_home_table_is_read_whole(size: str, base_url: str, browser: Browser) -> None:
+    """The home page's table of properties: every cell's text within the table's box and the
+    viewport, with no sideways scroll; on a phone its rows stack (sitio.css), each a card."""
+    width, height, mobile = SIZES[size]
+    with browser.tab() as tab:
+        tab.send("Page.enable")
+        deadline = time.monotonic() + browser.timeout
+        tab.load(base_url, width, height, mobile=mobile, deadline=deadline)
+        tab.send("Runtime.evaluate", expression="document.fonts.ready", awaitPromise=True)
+        frames(tab)
+        problems = unseen_text(tab, "article table")
+        tab.send(
+            "Runtime.evaluate",
+            expression="document.querySelector('article table').scrollIntoView({block: 'start'})",
+        )
+        screenshot(tab, SCREENSHOTS / f"inicio-tabla-{size}.png")
+    assert problems == [], f"the home table at {width}×{height}: " + "; ".join(problems)

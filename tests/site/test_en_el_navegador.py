@@ -58,6 +58,26 @@ def test_run_in_the_browser_the_page_prints_its_block(notebook, base_url, browse
         pytest.fail(problem, pytrace=False)
 
 
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+def test_on_a_phone_the_run_shows_every_output_whole(base_url, browser) -> None:
+    """01 run on a 390 px phone: what each cell printed, written under it, wraps to the screen
+    (docs/_theme/assets/stylesheets/sitio.css) instead of hiding most of each line sideways. A
+    screenshot of the first output is saved in build/screenshots/."""
+    notebook = PROPERTY_NOTEBOOKS / "01_bucle.ipynb"
+    result = run_page(
+        browser,
+        base_url + page_url(notebook),
+        notebook,
+        width=390,
+        height=844,
+        mobile=True,
+        screenshot=REPO / "build" / "screenshots" / "navegador-01-telefono.png",
+        seen_whole=True,
+    )
+    if result.problems:
+        pytest.fail(f"{page_url(notebook)} at 390 px: " + "; ".join(result.problems), pytrace=False)
+
+
 @pytest.mark.parametrize("notebook", browser_notebooks(), ids=lambda path: path.stem)
 def test_a_page_that_runs_in_the_browser_has_the_button(notebook, built_site) -> None:
     page = (built_site / page_url(notebook) / "index.html").read_text(encoding="utf-8")
