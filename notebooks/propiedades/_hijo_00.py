@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from synaptum_lite import Session, SqliteCheckpointer
+from synaptum_lite.testing import ScriptedGateway
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # notebooks/, donde vive comun.py
-from comun import gateway, mata
+from comun import mata
 
 #: Lo que las celdas del cuaderno usan sin importarlo (lo importa su primera celda de código).
 PRELUDIO = """\
 from typing import Annotated
 from synaptum_lite import Agent, FinalStep, Role, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import calls, says
-from comun import gateway, nombre_del_modelo
+from comun import MODELO_GUIONIZADO
 """
 
 
@@ -73,7 +74,7 @@ async def _primera_vuelta(entrada: dict[str, Any]) -> None:
     for texto in entrada["celdas"]:
         exec(texto, celdas)
     agente = celdas["agente"]
-    puerta = gateway([celdas["modelo"]] * 4, tools=list(agente.tools.values()))
+    puerta = ScriptedGateway([celdas["modelo"]] * 4, tools=list(agente.tools.values()))
     sesion = Session(entrada["run_id"], puerta, SqliteCheckpointer(Path(entrada["almacen"])))
     async for paso in agente.run(entrada["tarea"], session=sesion):
         if paso.kind == "tool" and paso.phase.value == "completed":

@@ -118,3 +118,22 @@ def run_page(
 _SCROLL_TO_FIRST_OUTPUT = (
     "document.querySelector('.navegador-salida:not([hidden])')?.scrollIntoView({block: 'start'})"
 )
+
+
+#: What a copy of the site needs to build it: its sources, the notebooks, and the package.
+SITE_SOURCES = ("docs", "notebooks", "scripts", "synaptum_lite")
+
+
+def copy_of_the_site_sources(root: Path) -> None:
+    """Copy what builds the site into `root` (not a git checkout), with the list of the kit's
+    files the download hook reads where git cannot say (docs/_hooks/descarga.py, `.kit-files`):
+    the copy's own files, so the copy's site offers a download of the copy."""
+    import shutil
+
+    from scripts.pages import REPO
+
+    for folder in SITE_SOURCES:
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    files = sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
+    (root / ".kit-files").write_text("".join(f"100644 {name}\n" for name in files))

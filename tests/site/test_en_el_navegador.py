@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -35,7 +34,7 @@ from scripts.pages import (
 from scripts.site import start_build
 from tests.site.chromium import Browser
 from tests.site.conftest import serve
-from tests.site.en_el_navegador import run_page
+from tests.site.en_el_navegador import copy_of_the_site_sources, run_page
 
 ASKED = os.environ.get("CI") == "true" or os.environ.get("SYNAPTUM_NAVEGADOR") == "1"
 OPT_IN = "the in-browser runs take ~1 min: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
@@ -111,9 +110,7 @@ def test_a_block_edited_on_the_page_fails_the_browser_run_naming_page_and_cell(
     """A copy of the site whose page 03 has one changed line in its block: its in-browser run
     prints the true line, and the check fails naming the page, the notebook and the cell."""
     root = tmp_path / "copia"
-    for folder in ("docs", "notebooks", "scripts", "synaptum_lite"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    copy_of_the_site_sources(root)
     (root / "node_modules").symlink_to(REPO / "node_modules")
     copy = root / "notebooks" / "propiedades" / "03_aprobacion.ipynb"
     notebook = read_notebook(copy)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from scripts.pages import NOTEBOOKS, REPO, expected_block, expected_output_of, p
 from scripts.site import broken_links, start_build
 from tests.site.chromium import Browser, read_block
 from tests.site.conftest import serve
+from tests.site.en_el_navegador import copy_of_the_site_sources
 from tests.site.test_lo_que_imprime import seen_problems
 
 PROPIEDADES = NOTEBOOKS / "propiedades"
@@ -95,9 +95,7 @@ def _link_nowhere(notebook: dict) -> None:
 @pytest.fixture(scope="module")
 def lied_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     root = tmp_path_factory.mktemp("mentiras-sitio")
-    for folder in ("docs", "notebooks", "scripts", "synaptum_lite"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    copy_of_the_site_sources(root)
     (root / "node_modules").symlink_to(REPO / "node_modules")  # Pyodide, for the run panel
     theme = root / "docs" / "_theme" / "main.html"
     theme.write_text(theme.read_text(encoding="utf-8") + THEME_LIES, encoding="utf-8")
