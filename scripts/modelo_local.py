@@ -54,6 +54,7 @@ Standard library only; run it with any Python 3.11 that has pip.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -174,6 +175,7 @@ def say(message: str) -> None:
 # ── which build: the CPU's reported flags, the levels, the traps seen here ───────────────────
 
 
+@functools.cache  # the CPU does not change while the script runs
 def cpu_flags() -> frozenset[str]:
     """The flags this CPU reports (Linux); empty where /proc/cpuinfo does not say."""
     try:

@@ -54,17 +54,20 @@ def notebooks_that_kill() -> list[str]:
     found = []
     for path in property_notebooks():
         number = path.name[:2]
-        code = "\n".join(
-            "".join(cell["source"])
-            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
-            if cell["cell_type"] == "code"
-        )
-        helpers = [
-            h.read_text(encoding="utf-8") for h in PROPERTY_NOTEBOOKS.glob(f"_*_{number}.py")
-        ]
-        if any(_KILLS.search(text) for text in [code, *helpers]):
+        cells = read_notebook(path)["cells"]
+        texts = [source_of(cell) for cell in cells if cell["cell_type"] == "code"]
+        texts += [h.read_text(encoding="utf-8") for h in PROPERTY_NOTEBOOKS.glob(f"_*_{number}.py")]
+        if any(_KILLS.search(text) for text in texts):
             found.append(number)
     return found
+
+
+def notebooks_named(pattern: str, text: str) -> list[str] | None:
+    """The notebook numbers (`02`) that the words `pattern`'s first group matches in `text`
+    name, in order; None when nothing matches (the sentence was reworded). Line breaks in
+    `text` count as spaces."""
+    said = re.search(pattern, " ".join(text.split()))
+    return None if said is None else re.findall(r"\b(\d\d)\b", said.group(1))
 
 
 def relative(path: Path) -> str:

@@ -636,9 +636,7 @@ def _una_fila_de_events_es_la_clave_del_evento_su_posicion_y_su_json() -> None:
 def _los_cuadernos_que_matan_un_proceso_son_los_que_nombran_las_paginas() -> None:
     # 06 names the other notebooks that kill a real process, Límites all of them; which ones
     # do is read from the notebooks and their helper processes (notebooks_that_kill)
-    import re
-
-    from scripts.pages import notebooks_that_kill, read_notebook, source_of
+    from scripts.pages import notebooks_named, notebooks_that_kill, read_notebook, source_of
 
     kill = notebooks_that_kill()
     notebook = read_notebook(REPO / "notebooks" / "propiedades" / "06_kill_9.ipynb")
@@ -650,7 +648,6 @@ def _los_cuadernos_que_matan_un_proceso_son_los_que_nombran_las_paginas() -> Non
         ("06", in_06, r"matan procesos de verdad \(([^)]*)\)", [n for n in kill if n != "06"]),
         ("Límites", in_limites, r"Los cuadernos ([\d, y]+) matan procesos", kill),
     ):
-        listed = re.search(pattern, " ".join(text.split()))
-        assert listed, f"{where} no longer says which notebooks kill a process"
-        named = re.findall(r"\b(\d\d)\b", listed.group(1))
+        named = notebooks_named(pattern, text)
+        assert named is not None, f"{where} no longer says which notebooks kill a process"
         assert named == expected, (where, named, expected)

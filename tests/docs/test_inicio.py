@@ -42,15 +42,14 @@ def test_the_notebooks_the_index_says_take_longest_do_and_start_processes() -> N
     """The sentence under the table names the notebooks that take longest to run; they are
     the three slowest of its own *correrlo* column, and each kills a process of its own
     (`scripts.pages.notebooks_that_kill`, read from the notebooks)."""
-    from scripts.pages import notebooks_that_kill
+    from scripts.pages import notebooks_named, notebooks_that_kill
 
     seconds = {
         number: int(s)
         for number, s in re.findall(r"^\| (\d\d) \| .* \| \d+ min \| (\d+) s \|$", INDEX, re.M)
     }
     slowest = sorted(seconds, key=lambda n: (-seconds[n], n))[:3]
-    said = re.search(r"los que más tardan, ([^,]*(?:, [^,]*)*?), arrancan", " ".join(INDEX.split()))
-    assert said, "the index no longer says which notebooks take longest"
-    named = re.findall(r"\bel (\d\d)\b", said.group(1))
+    named = notebooks_named(r"los que más tardan, ([^,]*(?:, [^,]*)*?), arrancan", INDEX)
+    assert named is not None, "the index no longer says which notebooks take longest"
     assert sorted(named) == sorted(slowest), (named, slowest)
     assert set(named) <= set(notebooks_that_kill()), (named, notebooks_that_kill())

@@ -3,12 +3,10 @@ site serves without the button (`scripts.navegador.NEEDS_A_PROCESS`)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from scripts.navegador import NEEDS_A_PROCESS
-from scripts.pages import DOCS, REPO
+from scripts.pages import DOCS, REPO, notebooks_named
 
 SAYING = {
     REPO / "README.md": r"las páginas ([\d, y]+) necesitan procesos de verdad",
@@ -18,8 +16,6 @@ SAYING = {
 
 @pytest.mark.parametrize("page", sorted(SAYING), ids=lambda path: path.name)
 def test_the_pages_named_as_needing_a_process_are_the_ones_without_the_button(page) -> None:
-    text = " ".join(page.read_text(encoding="utf-8").split())
-    said = re.search(SAYING[page], text)
-    assert said, f"{page.name} no longer says which pages need real processes"
-    named = re.findall(r"\b(\d\d)\b", said.group(1))
+    named = notebooks_named(SAYING[page], page.read_text(encoding="utf-8"))
+    assert named is not None, f"{page.name} no longer says which pages need real processes"
     assert named == sorted(name[:2] for name in NEEDS_A_PROCESS), (named, sorted(NEEDS_A_PROCESS))
