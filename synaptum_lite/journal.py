@@ -13,7 +13,7 @@ from typing import Any
 
 from .checkpointer import FORMAT_VERSION, Checkpointer
 from .codec import decode_all
-from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect
+from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect, quoted
 from .events import (
     ApprovalStep,
     FinalStep,
@@ -178,18 +178,15 @@ class Journal:
             )
 
     def check_same_call(self, tool_id: str, history: StepHistory | None, call: ToolCall) -> None:
-        """Raise `ReplayDivergence` when the journal's tool step called something else."""
+        """Raise `ReplayDivergence` when the journal's tool step is another call than the
+        model's: another tool, other arguments, or another call id."""
         recorded = history and (history.attempted or history.completed)
-        if isinstance(recorded, ToolStep) and (recorded.call.name, recorded.call.arguments) != (
-            call.name,
-            call.arguments,
-        ):
-            raise ReplayDivergence(
-                self.run_id,
-                tool_id,
-                f"a call to {recorded.call.name!r} with {recorded.call.arguments!r}",
-                f"a call to {call.name!r} with {call.arguments!r}",
-            )
+        if isinstance(recorded, ToolStep) and recorded.call != call:
+            said = [
+                f"a call {c.id!r} to {c.name!r} with {quoted(c.arguments)}"
+                for c in (recorded.call, call)
+            ]
+            raise ReplayDivergence(self.run_id, tool_id, *said)
 
     def next_attempt(
         self, tool_id: str, call: ToolCall, history: StepHistory | None, *, idempotent: bool

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .checkpointer import Checkpointer, load_events
-from .errors import ConfigurationError, NothingToResolve
+from .errors import ConfigurationError, NothingToResolve, quoted
 from .events import ApprovalDecision, ApprovalStep, Decision, Phase, Step, ToolStep
 from .gateway import Gateway
 from .journal import StepHistory, index
@@ -125,7 +125,7 @@ class Session:
             result_text = ToolResult(to_result_text(result))
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(
-                f"run {self.run_id!r}, step {step_id}: the result {result!r} cannot be "
+                f"run {self.run_id!r}, step {step_id}: the result {quoted(result)} cannot be "
                 f"journaled ({exc}); record str, a JSON value or a dataclass"
             ) from None
         async with self.checkpointer.hold(self.run_id):

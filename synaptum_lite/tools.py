@@ -240,11 +240,12 @@ def to_result_text(value: Any) -> str:
 
     Strings pass as they are; dataclasses and JSON values become compact JSON.
     Raises `TypeError` for anything else, and `ValueError` for what a journal cannot keep
-    (NaN or an infinite float, a surrogate code point in the text); the caller names the step.
+    (NaN or an infinite float, nesting deeper than JSON can be written, a surrogate code point
+    in the text); the caller names the step.
     """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
     try:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
         text = (
             value
             if isinstance(value, str)
@@ -252,6 +253,8 @@ def to_result_text(value: Any) -> str:
         )
     except ValueError:
         raise ValueError("it holds NaN or an infinite number, which JSON has no form for") from None
+    except RecursionError:  # a value nested 100,000 deep: said, never a raw RecursionError
+        raise ValueError("it nests lists or dicts deeper than JSON can be written") from None
     at = lone_surrogate(text)
     if at is not None:
         raise ValueError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -137,6 +138,19 @@ def test_a_damaged_run_header_names_the_run(tmp_path: Path):
 HALF = "\ud83d"  # half of the pair that encodes 😀; a JSON decoder returns it for "\ud83d" alone
 
 
+def nested(depth: int) -> list[object]:
+    """A list nested `depth` deep, built without recursion: `[[[...]]]`."""
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@dataclasses.dataclass
+class Informe:
+    detalle: object
+
+
 def test_a_task_holding_half_a_surrogate_pair_is_refused_before_anything_is_paid(tmp_path: Path):
     gateway = ScriptedGateway([says("hecho")])
     store = SqliteCheckpointer(tmp_path / "runs.db")
@@ -161,8 +175,10 @@ def test_a_run_id_or_an_agent_holding_half_a_surrogate_pair_is_refused_at_once()
     [
         (f"hola {HALF}", "it holds '\\ud83d' at index 5, half of a surrogate pair"),
         ({"saldo": float("nan")}, "it holds NaN or an infinite number"),
+        (nested(100_000), "it nests lists or dicts deeper than JSON can be written"),
+        (Informe(nested(100_000)), "it nests lists or dicts deeper than JSON can be written"),
     ],
-    ids=["surrogate", "nan"],
+    ids=["surrogate", "nan", "nested-100000-deep", "dataclass-nested-100000-deep"],
 )
 def test_a_tool_result_a_journal_cannot_keep_is_a_clear_error_naming_why(
     tmp_path: Path, value: object, problem: str
@@ -186,6 +202,11 @@ def test_a_tool_result_a_journal_cannot_keep_is_a_clear_error_naming_why(
         ("000000-model", "completed"),
         ("000001-tool", "attempted"),
     ]
+    # nor can an operator record it as the step's result: refused, naming why, nothing written
+    with pytest.raises(ConfigurationError) as refused:
+        run(Session("r", gateway, store).record_result("000001-tool", value, by="ana"))
+    assert problem in str(refused.value)
+    assert len(run(load_events(store, "r"))) == 3
 
 
 def test_nan_in_paid_tool_arguments_is_journaled_and_the_model_is_told(tmp_path: Path):

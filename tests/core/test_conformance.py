@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from synaptum_lite import (
+    Agent,
     Checkpointer,
     ConfigurationError,
     FinalStep,
@@ -14,13 +15,20 @@ from synaptum_lite import (
     ModelResponse,
     ModelStep,
     Phase,
+    Proposal,
+    Risk,
     RunBusy,
+    Session,
+    Step,
     ToolCall,
     ToolResult,
     ToolStep,
     Usage,
+    Verdict,
     load_events,
+    tool,
 )
+from synaptum_lite.testing import ScriptedGateway, calls
 
 from .conftest import run
 
@@ -119,10 +127,11 @@ def test_a_second_attempt_is_a_new_key(store_factory):
     assert run(scenario()) == 2
 
 
-def test_the_final_step_is_found_without_reading_the_journal(store_factory):
-    final = FinalStep(
-        run_id="r", step_id="000002-final", text="fin", output="fin", usage=Usage(5, 2, None)
-    )
+@pytest.mark.parametrize(
+    "ending", [{"text": "fin", "output": "fin"}, {"reason": "riesgo"}], ids=["answer", "reason"]
+)
+def test_the_final_step_is_found_without_reading_the_journal(store_factory, ending):
+    final = FinalStep(run_id="r", step_id="000002-final", usage=Usage(5, 2, None), **ending)
 
     async def scenario():
         store = store_factory()
@@ -134,6 +143,39 @@ def test_the_final_step_is_found_without_reading_the_journal(store_factory):
     assert state.closed and state.next_seq == 3
     assert state.final == final
     assert state.final.usage.cached_tokens is None  # not measured stays not measured
+
+
+@pytest.mark.parametrize("ended_by", ["a-model-call", "a-tool-call"])
+def test_a_run_ended_without_an_answer_gives_the_same_reason_when_reopened(store_factory, ended_by):
+    @tool(risk=Risk.DESTRUCTIVE)
+    def borrar(cuenta: str) -> str:
+        """Borra una cuenta."""
+        raise AssertionError("the policy ends the run before this runs")
+
+    def policy(proposal: Proposal) -> Verdict:
+        if (proposal.tool is None) == (ended_by == "a-model-call"):
+            return Verdict.terminate(f"parado por la política ({proposal.kind})")
+        return Verdict.allow()
+
+    agent = Agent("a", model="m", instructions="i", tools=[borrar])
+
+    async def drive() -> tuple[list[Step], int]:
+        gateway = ScriptedGateway([calls("borrar", cuenta="ES91")], policy=policy)
+        steps = [s async for s in agent.run("t", session=Session("r", gateway, store_factory()))]
+        return steps, gateway.model_calls
+
+    (*_, first), paid = run(drive())
+    reason = (
+        "parado por la política (model)"
+        if ended_by == "a-model-call"
+        else ("parado por la política (tool)")
+    )
+    assert isinstance(first, FinalStep) and (first.output, first.reason) == (None, reason)
+    assert paid == (0 if ended_by == "a-model-call" else 1)
+
+    again, paid = run(drive())
+    assert again == [first] and again[0].replayed and again[0].reason == reason
+    assert paid == 0
 
 
 def test_appending_to_a_run_never_started_is_refused(store_factory):

@@ -25,6 +25,7 @@ from synaptum_lite import (
     SqliteCheckpointer,
     StepLimitExceeded,
     ToolContext,
+    ToolResult,
     ToolResultNotSerializable,
     ToolStep,
     UncertainEffect,
@@ -185,12 +186,20 @@ def test_a_paid_model_step_whose_context_the_journal_no_longer_derives_is_refuse
     tool result was changed by hand derives another context for the next model step."""
     store = MemoryCheckpointer()
     run(drive(make_agent(Counter()), session(store)[0]))  # closed: two model steps paid
-    lines = run(export_run(store, "r"))
-    assert "-final" in lines[-1] and any("ES91: 4.200,00 €" in line for line in lines)
-    # the tool's result changed, and the final step dropped: the run is open again
-    changed = [line.replace("ES91: 4.200,00 €", "ES91: 9.999,00 €") for line in lines[:-1]]
+    *journaled, final = run(load_events(store, "r"))
+    assert isinstance(final, FinalStep)
+    # made by hand through the store's own API: the tool's result changed, and the final step
+    # dropped, so the run is open again
+    changed = [
+        dataclasses.replace(e, result=ToolResult("ES91: 9.999,00 €"))
+        if isinstance(e, ToolStep) and e.result is not None
+        else e
+        for e in journaled
+    ]
+    assert changed != journaled
     edited = MemoryCheckpointer()
-    run(import_run(edited, "\n".join(changed) + "\n"))
+    run(edited.start("r", run(store.load("r")).header))
+    run(edited.append("r", changed))
     counter, (resumed, gateway) = Counter(), session(edited)
     with pytest.raises(ReplayDivergence) as divergence:
         run(drive(make_agent(counter), resumed))
@@ -215,6 +224,47 @@ def test_a_journaled_tool_step_for_another_call_is_refused():
         run(drive(make_agent(counter), session(store)[0]))
     assert divergence.value.step_id == "000001-tool"
     assert counter.runs == 0
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [{"arguments": {"cuenta": "ES12"}}, {"id": "call_9_9"}],
+    ids=["other-arguments", "other-call-id"],
+)
+def test_a_journaled_call_to_the_same_tool_with_other_arguments_or_id_is_a_divergence(
+    tmp_path: Path, forged: dict[str, Any]
+):
+    """A journal made by hand through the store's own API, in a real SQLite file: at position
+    1 it holds a completed call to the very tool the model calls there, with other arguments
+    or another call id. Its result answers another call: it is neither returned nor re-run."""
+    path = tmp_path / "runs.db"
+    run(drive(make_agent(Counter()), session(SqliteCheckpointer(path))[0], ("model", "completed")))
+    store = SqliteCheckpointer(path)
+    model = run(load_events(store, "r"))[-1]
+    assert isinstance(model, ModelStep) and model.response is not None
+    made = model.response.tool_calls[0]
+    other = dataclasses.replace(made, **forged)
+    attempted = ToolStep(run_id="r", step_id="000001-tool", phase=Phase.ATTEMPTED, call=other)
+    result = ToolResult("ES12: 0,00 €")
+    run(
+        store.append(
+            "r", [attempted, dataclasses.replace(attempted, phase=Phase.COMPLETED, result=result)]
+        )
+    )
+
+    counter = Counter()
+    resumed, gateway = session(SqliteCheckpointer(path))
+    with pytest.raises(ReplayDivergence) as divergence:
+        run(drive(make_agent(counter), resumed))
+    assert divergence.value.step_id == "000001-tool"
+    assert divergence.value.recorded == (
+        f"a call {other.id!r} to 'consultar_saldo' with {other.arguments!r}"
+    )
+    assert divergence.value.produced == (
+        f"a call {made.id!r} to 'consultar_saldo' with {{'cuenta': 'ES91'}}"
+    )
+    assert (gateway.model_calls, counter.runs) == (0, 0)  # nothing paid, nothing run
+    assert len(run(load_events(store, "r"))) == 4  # and nothing written
 
 
 def test_an_attempted_non_idempotent_tool_is_uncertain_until_an_operator_records_its_result():
@@ -501,16 +551,59 @@ def cajero_with(*, idempotent: bool = False, risk: Risk = Risk.READ, cuenta: typ
     [{"idempotent": True}, {"risk": Risk.DESTRUCTIVE}, {"cuenta": int}],
     ids=["idempotent", "risk", "schema"],
 )
-def test_a_tool_changed_under_the_same_name_refuses_the_resume_naming_tools(changed):
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "closed"])
+def test_a_tool_changed_under_the_same_name_refuses_the_resume_naming_tools(changed, closed):
+    """Open or closed alike: a closed run returns what happened, but never to another agent."""
     store = MemoryCheckpointer()
-    run(drive(cajero_with(), session(store)[0], stop_after=("model", "completed")))
+    run(drive(cajero_with(), session(store)[0], None if closed else ("model", "completed")))
+    assert run(store.load("r")).closed is closed
 
     agent = cajero_with(**changed)
+    again, gateway = session(store)
     with pytest.raises(ConfigurationChanged) as error:
-        run(drive(agent, session(store)[0]))
+        run(drive(agent, again))
     assert error.value.fields == ["tools"]
     assert error.value.changes["tools"] == (["consultar_saldo"], ["consultar_saldo"])
-    assert agent.counter.runs == 0
+    assert (gateway.model_calls, agent.counter.runs) == (0, 0)
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "closed"])
+@pytest.mark.parametrize("more", [True, False], ids=["a-tool-more", "a-tool-less"])
+def test_a_run_is_refused_to_an_agent_with_a_tool_more_or_less(closed, more):
+    @tool(risk=Risk.READ, idempotent=True)
+    def consultar_iban(cuenta: str) -> str:
+        """Consulta el IBAN de una cuenta."""
+        return "ES91 0000"
+
+    store = MemoryCheckpointer()
+    run(drive(cajero_with(), session(store)[0], None if closed else ("model", "completed")))
+    tools = [*cajero_with().tools.values(), consultar_iban] if more else []
+    agent = Agent("cajero", model="guionizado", instructions="Consulta saldos.", tools=tools)
+    again, gateway = session(store)
+    with pytest.raises(ConfigurationChanged) as error:
+        run(drive(agent, again))
+    gone, new = ([], ["consultar_iban"]) if more else (["consultar_saldo"], [])
+    assert error.value.changes == {"tools": (gone, new)}
+    assert (f"new {new!r}" if more else f"gone {gone!r}") in str(error.value)
+    assert gateway.model_calls == 0
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["open", "closed"])
+@pytest.mark.parametrize(("before", "after"), [(100, 10), (None, 10), (10, None)])
+def test_a_changed_tool_output_cap_is_refused_naming_the_field(closed, before, after):
+    """The cap shapes every later context (where a result is cut): a resume under another cap
+    would mix two contexts in one journal."""
+    store = MemoryCheckpointer()
+    first = make_agent(Counter(), max_tool_output=before)
+    run(drive(first, session(store)[0], None if closed else ("tool", "completed")))
+
+    counter = Counter()
+    again, gateway = session(store)
+    with pytest.raises(ConfigurationChanged) as changed:
+        run(drive(make_agent(counter, max_tool_output=after), again))
+    assert changed.value.changes == {"max_tool_output": (before, after)}
+    assert f"max_tool_output: journaled {before!r}, now {after!r}" in str(changed.value)
+    assert (gateway.model_calls, counter.runs) == (0, 0)
 
 
 def test_a_step_of_another_kind_at_a_journaled_position_is_a_divergence_naming_both_kinds():

@@ -30,7 +30,6 @@ from synaptum_lite import (
     run_usage,
     tool,
 )
-from synaptum_lite.stores.transfer import export_run, import_run
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from .conftest import run
@@ -408,10 +407,10 @@ def test_a_grant_journaled_for_another_call_never_runs_the_call_the_model_made()
         attempt=1,
         decision={"granted": True, "by": "ana", "at": "", "note": "", "call": other.to_json()},
     )
-    forged = MemoryCheckpointer()
-    lines = run(export_run(store, "r"))
-    run(import_run(forged, "\n".join(lines[:-1]) + "\n"))  # without the request for ES12
-    run(forged.append("r", [foreign, granted]))
+    forged = MemoryCheckpointer()  # made by hand through the store's own API
+    run(forged.start("r", run(store.load("r")).header))
+    journaled = run(load_events(store, "r"))
+    run(forged.append("r", [*journaled[:-1], foreign, granted]))  # not the request for ES12
     second, gateway = session(forged)
     with pytest.raises(ReplayDivergence) as divergence:
         run(drive(AGENTE, second))
