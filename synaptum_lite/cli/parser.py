@@ -24,6 +24,16 @@ EXIT_CODES = """exit codes:
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
 
 
+CHAIN = """an export carries a digest chain (SHA-256) over its runs and events; import checks
+it and refuses an export changed, cut or extended since it was written, naming the first
+event that does not match, and a run that is not the one it names nor its sub-run. Without a
+key the chain finds damage and careless edits only: anyone can recompute it. With
+--key-file on both commands its head is signed (HMAC-SHA256), and import refuses an export
+unsigned or signed with another key. The key is the file's bytes (without a final line end):
+keep the file as private as a password. Exports from before the chain are refused: export
+the run again with this version."""
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="synaptum-lite",
@@ -70,7 +80,19 @@ def parser() -> argparse.ArgumentParser:
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
     export = command("export", "write a run as JSON lines to stdout")
     export.add_argument("run", metavar="RUN")
-    command("import", "read an exported run from stdin into STORE")
+    export.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="sign the export's digest chain with the key in this file (HMAC-SHA256)",
+    )
+    imported = command("import", "read an exported run from stdin into STORE")
+    imported.add_argument(
+        "--key-file",
+        metavar="PATH",
+        help="refuse an export not signed with the key in this file",
+    )
+    for sub in (export, imported):
+        sub.epilog = f"{CHAIN}\n\n{EXIT_CODES}"
     return top
 
 

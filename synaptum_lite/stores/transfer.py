@@ -3,21 +3,49 @@
 An export is text, one JSON object per line. The first line describes the run, the others are
 its events in position order, each with its stored data exactly as the store kept it:
 
-    {"synaptum_lite": "run", "format": 1, "run_id": "r", "header": {...}}
+    {"synaptum_lite": "run", "format": 1, "run_id": "r", "header": {...},
+     "head": "…", "chain": ["…", …]}
     {"seq": 0, "step_id": "000000-model", "phase": "attempted", "attempt": 1, "data": "…"}
 
-The sub-run of each delegation follows its run, described and listed the same way. Imported
-into another checkpointer, the run resumes there as if it had never moved: every completed
-step is replayed, nothing is called again. An export of a damaged journal still
-works (the data travels undecoded), so a damaged record can be read and repaired by hand; it
-is the import that refuses it.
+The sub-run of each delegation (`RUN/STEP`, as `DelegationStep.sub_run_id` names it) follows
+its run, described and listed the same way. Imported into another checkpointer, the run
+resumes there as if it had never moved: every completed step is replayed, nothing is called
+again.
+
+**What an import refuses, before it writes anything.** A section that is neither the run the
+export names (its first line) nor one of that run's own sub-runs: an export cannot plant a
+step in another run. An event that cannot be decoded, is not at its position, or holds a
+field this version would drop. An event whose key the store already holds with another
+payload. And an export whose digest chain does not match:
+
+**The digest chain.** Each run's description, then each of its events, run after run in the
+order of the export, is one link: its digest is SHA-256 of the previous link's digest (32
+bytes; nothing for the first) followed by the link's canonical bytes (`run_id`, `format` and
+`header` of a description; `run_id`, `seq`, `step_id`, `phase`, `attempt` and `data` of an
+event; as JSON with sorted keys, no spaces, ASCII only). A description's `chain` lists, in hex,
+the digests of its own links (itself, then its events); the first line's `head` is the last
+digest of the whole export. An event changed, removed, moved or added is named on import by the
+first link that does not match (run and seq), and an export cut short or extended at its end
+by its `head`.
+
+Without a key, the chain detects damage, and edits by someone who did not recompute it: anyone
+can recompute a SHA-256 chain (`seal` does), so it proves nothing about who wrote the export.
+With a key (`key=`, the CLI's `--key-file`), `signature` is HMAC-SHA256 of the `head` under
+that key, and an import given the key refuses an export unsigned, signed with another key, or
+edited after it was signed; an import without a key checks no signature. Exports from before
+the chain carry none and are refused, saying to export the run again with this version.
+
+An export of a damaged journal still works (the data travels undecoded), so a damaged record
+can be read and repaired by hand (then `seal` it); it is the import that refuses it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..checkpointer import FORMAT_VERSION, Checkpointer, RunState
 from ..codec import Record, decode_all, encode
@@ -25,11 +53,45 @@ from ..errors import CorruptJournal, JournalError, NotAJournal, UnsupportedForma
 from ..events import Step
 
 MARK = "synaptum_lite"
+_EVENT_FIELDS = ("seq", "step_id", "phase", "attempt", "data")
+_DESCRIPTION_FIELDS = {MARK, "format", "run_id", "header", "head", "signature", "chain"}
+_AGAIN = "export the run again from its store (synaptum-lite export STORE RUN) and import that"
 
 
-async def export_run(checkpointer: Checkpointer, run_id: str) -> list[str]:
+class RefusedExport(JournalError):
+    """An export the import will not write: a run that does not belong to it, or a digest
+    chain or signature that does not match. `run_id` and `seq` name the first link that does
+    not match (`seq` None: the run's description, or the export as a whole). Nothing was
+    written."""
+
+    def __init__(self, run_id: str, seq: int | None, detail: str) -> None:
+        self.run_id, self.seq, self.detail = run_id, seq, detail
+        super().__init__(f"{detail}; nothing was imported")
+
+
+class Imported(NamedTuple):
+    """What an import wrote of one run: the events the store now holds of it, and how many of
+    them are new."""
+
+    run_id: str
+    events: int
+    new: int
+
+
+class _Section(NamedTuple):  # one run of an export
+    run_id: str
+    format: int
+    header: dict[str, Any]
+    records: list[Record]
+    description: dict[str, Any]
+
+
+async def export_run(
+    checkpointer: Checkpointer, run_id: str, *, key: bytes | None = None
+) -> list[str]:
     """The run's journal as JSON lines (without line ends): its description, then its events;
-    then, the same way, the sub-run of each of its delegations, so the export is whole.
+    then, the same way, the sub-run of each of its delegations, so the export is whole. The
+    description carries the digest chain; with `key`, its head is signed (HMAC-SHA256).
 
     Raises `JournalError` when the run does not exist. A run being driven meanwhile is read as
     it stands (a prefix of what it will be); stop its workers first to move it for good.
@@ -37,55 +99,130 @@ async def export_run(checkpointer: Checkpointer, run_id: str) -> list[str]:
     state = await checkpointer.load(run_id)
     if state.header is None:
         raise JournalError(f"run {run_id!r} does not exist in {checkpointer!r}; nothing to export")
-    description = {MARK: "run", "format": FORMAT_VERSION, "run_id": run_id, "header": state.header}
-    lines = [_line(description)]
-    records = await checkpointer.records(run_id)
-    for record in records:
-        lines.append(
-            _line(
-                {
-                    "seq": record.seq,
-                    "step_id": record.step_id,
-                    "phase": record.phase,
-                    "attempt": record.attempt,
-                    "data": record.data,
-                }
-            )
-        )
-    delegations = dict.fromkeys(r.step_id for r in records if r.step_id.endswith("-delegate"))
-    for step_id in delegations:
-        sub_run_id = f"{run_id}/{step_id}"  # as `DelegationStep.sub_run_id` names it
-        if (await checkpointer.load(sub_run_id)).header is not None:
-            lines.extend(await export_run(checkpointer, sub_run_id))
-    return lines
+    return _written(await _sections_of(checkpointer, run_id, state.header), key)
 
 
-async def import_run(checkpointer: Checkpointer, lines: Iterable[str]) -> str:
-    """Write an exported run (and its sub-runs) into `checkpointer`; returns its `run_id`.
+def seal(lines: Iterable[str], *, key: bytes | None = None) -> list[str]:
+    """An export's lines with its digest chain computed again (and signed with `key`): for an
+    export edited on purpose, which the import would otherwise refuse. The lines are read as
+    they are (a stranger run, a damaged event are still refused by the import); only the
+    chain is new. It is what anyone who edits an export can do, which is why a chain without a
+    key proves nothing about who wrote it."""
+    return _written([_read_section(rows) for rows in _sections(_rows(lines))], key)
 
-    Every event is checked before anything is written, and importing is idempotent: the same
+
+async def import_runs(
+    checkpointer: Checkpointer, lines: Iterable[str], *, key: bytes | None = None
+) -> list[Imported]:
+    """Write an exported run and its sub-runs into `checkpointer`; returns what it wrote of
+    each, the run first. With `key`, the export must be signed with it.
+
+    Everything is checked before anything is written, and importing is idempotent: the same
     export again changes nothing, and an export that extends what the checkpointer already
-    holds of the run adds the rest. Raises `NotAJournal` (not an export), `UnsupportedFormat`
-    (a newer format), `CorruptJournal` (an event that cannot be decoded, or is not at its
-    position), `JournalError` (the checkpointer holds another journal under that run id), and
-    `RunBusy` when a worker drives the run.
+    holds of a run adds the rest. Raises `NotAJournal` (not an export), `UnsupportedFormat`
+    (a newer format), `CorruptJournal` (an event that cannot be decoded, is not at its
+    position, or holds a field this version would drop), `RefusedExport` (a run that is not the
+    named one nor its sub-run; a digest chain or signature that does not match; an export
+    with no chain), `JournalError` (the checkpointer holds another journal under that run id,
+    or the same step with another payload), and `RunBusy` when a worker drives a run.
     """
-    text = [lines] if isinstance(lines, str) else lines
-    rows = [row for chunk in text for row in chunk.splitlines() if row.strip()]
-    if not rows:
-        raise NotAJournal("the export", "it is empty")
-    runs = [_read_run(section) for section in _sections(rows)]
-    for run_id, header, records, events in reversed(runs):  # sub-runs first, the run last
-        await _write_run(checkpointer, run_id, header, records, events)
-    return runs[0][0]
+    sections = [_read_section(rows) for rows in _sections(_rows(lines))]
+    _check_belonging(sections)
+    _verify(sections, key)
+    runs = [(s, _decoded(s)) for s in sections]
+    for section, _ in runs:  # a conflict with the store is found before any write
+        await _differences(checkpointer, section, await checkpointer.load(section.run_id))
+    written = []
+    for section, events in reversed(runs):  # sub-runs first, the run last
+        written.append(await _write_run(checkpointer, section, events))
+    return written[::-1]
+
+
+async def import_run(
+    checkpointer: Checkpointer, lines: Iterable[str], *, key: bytes | None = None
+) -> str:
+    """Write an exported run (and its sub-runs) into `checkpointer`; returns its `run_id`.
+    `import_runs`, which says what it wrote of each run, tells what is checked and refused."""
+    return (await import_runs(checkpointer, lines, key=key))[0].run_id
 
 
 async def copy_run(source: Checkpointer, destination: Checkpointer, run_id: str) -> int:
     """Export `run_id` from `source` and import it into `destination`; returns how many
     events were exported (of the run and its sub-runs)."""
     lines = await export_run(source, run_id)
-    await import_run(destination, lines)
+    await import_runs(destination, lines)
     return sum(1 for line in lines if not _describes_a_run(line))
+
+
+# ── exporting ───────────────────────────────────────────────────────────────────────────────
+
+
+async def _sections_of(
+    checkpointer: Checkpointer, run_id: str, header: dict[str, Any]
+) -> list[_Section]:
+    records = await checkpointer.records(run_id)
+    sections = [_Section(run_id, FORMAT_VERSION, header, records, {})]
+    for step_id in dict.fromkeys(r.step_id for r in records if r.step_id.endswith("-delegate")):
+        sub_run_id = f"{run_id}/{step_id}"  # as `DelegationStep.sub_run_id` names it
+        sub_header = (await checkpointer.load(sub_run_id)).header
+        if sub_header is not None:
+            sections.extend(await _sections_of(checkpointer, sub_run_id, sub_header))
+    return sections
+
+
+def _written(sections: list[_Section], key: bytes | None) -> list[str]:
+    chains, head = _chains(sections)
+    lines = []
+    signed = {"head": head} | ({} if key is None else {"signature": _signature(key, head)})
+    for s, chain in zip(sections, chains, strict=True):
+        described = {MARK: "run", "format": s.format, "run_id": s.run_id, "header": s.header}
+        lines.append(_line({**described, **(signed if s is sections[0] else {}), "chain": chain}))
+        lines.extend(_line(dict(zip(_EVENT_FIELDS, r, strict=True))) for r in s.records)
+    return lines
+
+
+def _chains(sections: list[_Section]) -> tuple[list[list[str]], str]:
+    """Each section's digests (its description, then its events), and the last of all."""
+    previous, chains = b"", []
+    for section in sections:
+        chain = []
+        for link in _links(section):
+            previous = hashlib.sha256(previous + link).digest()
+            chain.append(previous.hex())
+        chains.append(chain)
+    return chains, previous.hex()
+
+
+def _links(section: _Section) -> list[bytes]:
+    described = {"run_id": section.run_id, "format": section.format, "header": section.header}
+    events = [
+        {"run_id": section.run_id, **dict(zip(_EVENT_FIELDS, r, strict=True))}
+        for r in section.records
+    ]
+    return [_canonical(value) for value in (described, *events)]
+
+
+def _canonical(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _signature(key: bytes, head: str) -> str:
+    return hmac.new(key, head.encode(), hashlib.sha256).hexdigest()
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# ── reading an export ───────────────────────────────────────────────────────────────────────
+
+
+def _rows(lines: Iterable[str]) -> list[str]:
+    text = [lines] if isinstance(lines, str) else lines
+    rows = [row for chunk in text for row in chunk.splitlines() if row.strip()]
+    if not rows:
+        raise NotAJournal("the export", "it is empty")
+    return rows
 
 
 def _sections(rows: list[str]) -> list[list[str]]:
@@ -106,70 +243,11 @@ def _describes_a_run(row: str) -> bool:
     return isinstance(value, dict) and MARK in value
 
 
-def _read_run(rows: list[str]) -> tuple[str, dict[str, Any], list[Record], list[Step]]:
+def _read_section(rows: list[str]) -> _Section:
     description = _read_description(rows[0])
-    run_id, header = description["run_id"], description["header"]
+    run_id = description["run_id"]
     records = [_read_record(run_id, position, row) for position, row in enumerate(rows[1:])]
-    events = decode_all(run_id, records)
-    for record, event in zip(records, events, strict=True):
-        if json.loads(encode(event)[3]) != json.loads(record.data):  # what decoding would drop
-            raise CorruptJournal(run_id, record.seq, "it holds fields this version does not know")
-    return run_id, header, records, events
-
-
-async def _write_run(
-    checkpointer: Checkpointer,
-    run_id: str,
-    header: dict[str, Any],
-    records: list[Record],
-    events: list[Step],
-) -> None:
-    async with checkpointer.hold(run_id):
-        state = await checkpointer.load(run_id)
-        start_with = getattr(checkpointer, "start_with", None)
-        if state.header is None and callable(start_with):
-            # the header and the events in one transaction: a process killed here leaves no
-            # header without its events, which a worker would take for a new run and pay again
-            next_seq = await start_with(run_id, header, events)
-        else:
-            next_seq = await _write_rest(checkpointer, run_id, header, state, records, events)
-    if next_seq != len(records):
-        raise JournalError(f"run {run_id!r}: {len(records)} events imported, {next_seq} stored")
-
-
-async def _write_rest(
-    checkpointer: Checkpointer,
-    run_id: str,
-    header: dict[str, Any],
-    state: RunState,
-    records: list[Record],
-    events: list[Step],
-) -> int:
-    """Start the run if it is new, and append what the checkpointer lacks of the export."""
-    if state.header is None:
-        await checkpointer.start(run_id, header)
-    elif state.header != header:
-        raise JournalError(
-            f"run {run_id!r} already exists in {checkpointer!r} and was started by another "
-            "agent or task; nothing was imported. Import into another store, or delete it there"
-        )
-    held = await checkpointer.records(run_id)
-    for mine, theirs in zip(held, records, strict=False):
-        if _key(mine) != _key(theirs) or json.loads(mine.data) != json.loads(theirs.data):
-            raise JournalError(
-                f"run {run_id!r} already exists in {checkpointer!r} and its journal differs "
-                f"from the export at position {mine.seq}; nothing was imported"
-            )
-    if len(held) > len(records):
-        raise JournalError(
-            f"run {run_id!r} in {checkpointer!r} is ahead of the export ({len(held)} events, "
-            f"the export has {len(records)}); nothing was imported"
-        )
-    return await checkpointer.append(run_id, events[len(held) :])
-
-
-def _line(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _Section(run_id, description["format"], description["header"], records, description)
 
 
 def _read_description(row: str) -> dict[str, Any]:
@@ -187,25 +265,184 @@ def _read_description(row: str) -> dict[str, Any]:
     run_id, header = description.get("run_id"), description.get("header")
     if not isinstance(run_id, str) or not isinstance(header, dict):
         raise NotAJournal("the export", "its first line lacks the run_id or the header")
+    unknown = sorted(set(description) - _DESCRIPTION_FIELDS)
+    if unknown:
+        detail = f"its description holds fields this version does not know: {unknown}"
+        raise CorruptJournal(run_id, None, detail)
     return description
 
 
 def _read_record(run_id: str, position: int, row: str) -> Record:
     try:
         fields = json.loads(row)
-        record = Record(
-            fields["seq"], fields["step_id"], fields["phase"], fields["attempt"], fields["data"]
-        )
+        if not isinstance(fields, dict):
+            raise TypeError("an event is a JSON object")
+        record = Record(*(fields[name] for name in _EVENT_FIELDS))
         if not all(isinstance(v, t) for v, t in zip(_key(record), (str, str, int), strict=True)):
             raise TypeError("step_id and phase must be text, attempt a number")
         if not isinstance(record.data, str):
             raise TypeError("data must be the event's JSON as text")
+        unknown = sorted(set(fields) - set(_EVENT_FIELDS))
+        if unknown:
+            raise TypeError(f"it holds fields this version does not know: {unknown}")
     except (ValueError, KeyError, TypeError) as exc:
         detail = f"line {position + 2} of the export: {exc}"
         raise CorruptJournal(run_id, position, detail) from None
-    if record.seq != position:
-        raise CorruptJournal(run_id, position, f"the export holds position {record.seq} there")
     return record
+
+
+def _check_belonging(sections: list[_Section]) -> None:
+    """Every section is the named run (the first) or a sub-run of a section before it, named
+    after one of that section's delegations; and none comes twice."""
+    named = sections[0].run_id
+    allowed, seen = set[str](), set[str]()
+    for number, section in enumerate(sections):
+        run_id = section.run_id
+        if number and (run_id not in allowed or run_id in seen):
+            what = "again" if run_id in seen else "which is neither that run nor its sub-run"
+            raise RefusedExport(
+                run_id,
+                None,
+                f"the export names run {named!r} but also carries run {run_id!r}, {what} (a "
+                f"sub-run is RUN/STEP of one of its run's delegations); an import writes only "
+                f"the run it names: {_AGAIN}",
+            )
+        seen.add(run_id)
+        delegations = (r.step_id for r in section.records if r.step_id.endswith("-delegate"))
+        allowed |= {f"{run_id}/{step_id}" for step_id in delegations}
+
+
+def _verify(sections: list[_Section], key: bytes | None) -> None:
+    """The digest chain, link by link (the first that does not match is named), then the
+    head, then (with `key`) the signature."""
+    first = sections[0].description
+    if "chain" not in first and "head" not in first:
+        raise RefusedExport(
+            sections[0].run_id,
+            None,
+            "the export carries no digest chain: it was written by an earlier synaptum-lite, "
+            "before exports were chained, and nothing says it is whole: export the run again "
+            "with this version (synaptum-lite export STORE RUN) and import that",
+        )
+    previous = b""
+    for section in sections:
+        stated = chain if isinstance(chain := section.description.get("chain"), list) else []
+        for position, link in enumerate(_links(section)):
+            previous = hashlib.sha256(previous + link).digest()
+            if position >= len(stated) or stated[position] != previous.hex():
+                _mismatch(section, position - 1, len(stated))
+        if len(stated) > 1 + len(section.records):
+            _mismatch(section, len(section.records), len(stated))
+    if first.get("head") != previous.hex():
+        raise RefusedExport(
+            sections[0].run_id,
+            None,
+            "the export does not match its digest chain at its end (its head): runs or events "
+            f"were removed from its end or added to it, or the head edited: {_AGAIN}",
+        )
+    signature = first.get("signature")
+    if key is not None and not isinstance(signature, str):
+        raise RefusedExport(
+            sections[0].run_id,
+            None,
+            "the export is not signed, and a key was given: export the run again with the key "
+            "(synaptum-lite export STORE RUN --key-file KEY) and import that",
+        )
+    if key is not None and not hmac.compare_digest(str(signature), _signature(key, previous.hex())):
+        raise RefusedExport(
+            sections[0].run_id,
+            None,
+            "the export's signature does not match the key given: it was signed with another "
+            f"key, or changed after it was signed: {_AGAIN} and the right key",
+        )
+
+
+def _mismatch(section: _Section, seq: int, stated: int) -> None:
+    """Raise for the link at `seq` (-1: the run's description) that does not match."""
+    run_id, records = section.run_id, section.records
+    if seq < 0:
+        what = f"run {run_id!r}: its description (its run_id or header)"
+    elif seq >= len(records):
+        what = (
+            f"run {run_id!r}: the chain lists {stated - 1} events and the export holds "
+            f"{len(records)}: event {seq} is missing"
+        )
+    else:
+        record = records[seq]
+        what = f"run {run_id!r}: event {seq} ({record.step_id} {record.phase})"
+    raise RefusedExport(
+        run_id,
+        None if seq < 0 else seq,
+        f"the export does not match its digest chain at {what}: changed, removed, moved or "
+        f"added since it was exported: {_AGAIN}",
+    )
+
+
+def _decoded(section: _Section) -> list[Step]:
+    run_id, records = section.run_id, section.records
+    seen: set[tuple[str, str, int]] = set()
+    for position, record in enumerate(records):
+        if record.seq != position:
+            raise CorruptJournal(run_id, position, f"the export holds position {record.seq} there")
+        if _key(record) in seen:  # the store would keep one of the two
+            raise CorruptJournal(run_id, position, f"it repeats {record.step_id} {record.phase}")
+        seen.add(_key(record))
+    events = decode_all(run_id, records)
+    for record, event in zip(records, events, strict=True):
+        if json.loads(encode(event)[3]) != json.loads(record.data):  # what decoding would drop
+            raise CorruptJournal(run_id, record.seq, "it holds fields this version does not know")
+    return events
+
+
+# ── writing ─────────────────────────────────────────────────────────────────────────────────
+
+
+async def _write_run(checkpointer: Checkpointer, section: _Section, events: list[Step]) -> Imported:
+    run_id, header, records = section.run_id, section.header, section.records
+    async with checkpointer.hold(run_id):
+        state = await checkpointer.load(run_id)
+        held = await _differences(checkpointer, section, state)
+        start_with = getattr(checkpointer, "start_with", None)
+        if state.header is None and callable(start_with):
+            # the header and the events in one transaction: a process killed here leaves no
+            # header without its events, which a worker would take for a new run and pay again
+            next_seq = await start_with(run_id, header, events)
+        else:
+            if state.header is None:
+                await checkpointer.start(run_id, header)
+            next_seq = await checkpointer.append(run_id, events[held:])
+    if next_seq != len(records):
+        raise JournalError(f"run {run_id!r}: {len(records)} events imported, {next_seq} stored")
+    return Imported(run_id, next_seq, next_seq - held)
+
+
+async def _differences(checkpointer: Checkpointer, section: _Section, state: RunState) -> int:
+    """Refuse an export that is not the store's journal of the run or an extension of it;
+    returns how many of its events the store already holds."""
+    run_id, records = section.run_id, section.records
+    if state.header is None:
+        return 0
+    if state.header != section.header:
+        raise JournalError(
+            f"run {run_id!r} already exists in {checkpointer!r} and was started by another "
+            "agent or task; nothing was imported. Import into another store, or delete it there"
+        )
+    held = await checkpointer.records(run_id)
+    for mine, theirs in zip(held, records, strict=False):
+        same = _key(mine) == _key(theirs)
+        if not same or json.loads(mine.data) != json.loads(theirs.data):
+            what = "another payload" if same else f"{theirs.step_id} {theirs.phase}"
+            raise JournalError(
+                f"run {run_id!r} already exists in {checkpointer!r} and its journal differs "
+                f"from the export at position {mine.seq}: the store holds step {mine.step_id} "
+                f"{mine.phase} there, the export {what}; nothing was imported"
+            )
+    if len(held) > len(records):
+        raise JournalError(
+            f"run {run_id!r} in {checkpointer!r} is ahead of the export ({len(held)} events, "
+            f"the export has {len(records)}); nothing was imported"
+        )
+    return len(held)
 
 
 def _key(record: Record) -> tuple[str, str, int]:

@@ -24,7 +24,7 @@ from synaptum_lite import (
     load_events,
     tool,
 )
-from synaptum_lite.stores.transfer import copy_run, export_run, import_run
+from synaptum_lite.stores.transfer import RefusedExport, copy_run, export_run, import_run, seal
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from . import agents
@@ -170,8 +170,11 @@ def test_a_damaged_event_in_an_export_is_named_and_nothing_is_imported(tmp_path,
         event = json.loads(lines[4])
         event["data"] = event["data"][:-3]  # a record cut short
         lines[4] = json.dumps(event)
-        with pytest.raises(CorruptJournal) as damaged:
+        with pytest.raises(RefusedExport) as unchained:  # its digest no longer matches
             await import_run(destination, lines)
+        assert (unchained.value.run_id, unchained.value.seq) == ("r", 3)
+        with pytest.raises(CorruptJournal) as damaged:  # with its chain made again, undecodable
+            await import_run(destination, seal(lines))
         return damaged.value
 
     damaged = run(scenario())
