@@ -8,8 +8,9 @@ Con `SYNAPTUM_BASE_URL` (un servidor compatible con OpenAI) o `AXONIUM_CLIENT_ID
 entorno, el mismo cuaderno habla con un modelo de verdad; lo que cambia es lo que dice el
 modelo, no el código.
 
-Cada viñeta de *Lo que esto enseña* lleva un id (`<!-- afirmacion: 02.no-repaga -->`), y una
-celda del cuaderno la comprueba con `afirma("02.no-repaga", condición, "mensaje")`. La
+Cada viñeta de *Lo que esto enseña* lleva un id (`02.no-repaga`, en los metadatos de su celda:
+`synaptum.afirmaciones`), y una celda del cuaderno, plegada y fuera de la página (etiqueta
+`verificacion`), la comprueba con `afirma("02.no-repaga", condición, "mensaje")`. La
 comprobación de las páginas exige que cada id de una página se haya comprobado al ejecutarla
 (ver *Probar* y `scripts/claims.py`).
 """
@@ -20,6 +21,7 @@ import math
 import os
 import re
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,12 @@ MODO_SIEMPRE_EL_DOBLE = (
     "sin inferencia · respuestas guionizadas (este cuaderno usa siempre el doble)"
 )
 
+#: Lo que dice la cabecera en el navegador (Pyodide), donde no hay entorno que exportar: para
+#: hablar con un modelo real, el cuaderno se corre en local.
+MODO_EN_EL_NAVEGADOR = (
+    "sin inferencia · respuestas guionizadas (en el navegador no hay modelo real; en local, sí)"
+)
+
 
 def linea_de_modo(*, siempre_el_doble: bool = False) -> str:
     """Con qué se está hablando, para que nadie confunda un guion con un modelo.
@@ -74,6 +82,8 @@ def linea_de_modo(*, siempre_el_doble: bool = False) -> str:
         return MODO_SIEMPRE_EL_DOBLE
     variable = modelo_real()
     if variable is None:
+        if sys.platform == "emscripten":  # Pyodide, en el navegador: no hay nada que exportar
+            return MODO_EN_EL_NAVEGADOR
         return (
             "sin inferencia · respuestas guionizadas "
             "(exporta SYNAPTUM_BASE_URL para usar un modelo real)"

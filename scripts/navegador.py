@@ -13,11 +13,17 @@ cannot run in a browser: Pyodide is one process. Its page says so, and how to ru
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import os
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scripts.pages import NOTEBOOKS, REPO, property_notebooks
+
+if TYPE_CHECKING:
+    from scripts.kernel import NotebookRun
 
 PYODIDE = REPO / "node_modules" / "pyodide"
 
@@ -83,3 +89,46 @@ def package_archive() -> bytes:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 archive.writestr(info, path.read_bytes())
     return buffer.getvalue()
+
+
+def _comun() -> Any:
+    """A private copy of notebooks/comun.py, loaded afresh (its constants, its header)."""
+    spec = importlib.util.spec_from_file_location("_comun_del_navegador", NOTEBOOKS / "comun.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def mode_lines() -> tuple[str, str]:
+    """The header's mode line as Pyodide prints it, and as a local run without a model prints
+    it (the page's block comes from a local run): `notebooks/comun.py`, `linea_de_modo`."""
+    comun = _comun()
+    saved = {
+        name: os.environ.pop(name) for name in comun.VARIABLES_DEL_MODELO if name in os.environ
+    }
+    try:
+        return comun.MODO_EN_EL_NAVEGADOR, comun.linea_de_modo()
+    finally:
+        os.environ.update(saved)
+
+
+def as_printed_locally(run: NotebookRun) -> NotebookRun:
+    """`run` (a run on Pyodide) with its header's mode line as a local run prints it.
+
+    In a browser there is no environment to export a model's URL into, so the header says so
+    (`MODO_EN_EL_NAVEGADOR`) where a local run says «exporta SYNAPTUM_BASE_URL…». That one
+    line, the first printed line equal to the browser's mode line, is the only one the
+    comparison with the page's block treats specially; every other line is compared exactly.
+    A notebook that always runs on the double prints the same mode line everywhere, and is
+    left as it is.
+    """
+    browser, local = mode_lines()
+    for cell in run.cells:
+        lines = cell.stdout.splitlines(keepends=True)
+        for number, line in enumerate(lines):
+            if line.rstrip("\n") == browser:
+                lines[number] = local + line[len(browser) :]
+                cell.stdout = "".join(lines)
+                return run
+    return run

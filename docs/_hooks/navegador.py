@@ -1,14 +1,16 @@
 """MkDocs hook: each property page can run its own cells in the reader's browser.
 
 - `on_page_content` puts, right under a property page's *Lo que imprime* block, the run
-  panel: a button that runs the page's code cells (which the reader can edit) in a Web Worker
-  with Pyodide and shows under each cell what it printed (`_hooks/navegador/pagina.js`). A
+  panel: Pyodide starts in a Web Worker when the page opens and stays loaded, and a button
+  runs the page's code cells (which the reader can edit), each run from a fresh state, and
+  shows under each cell what it printed (`_hooks/navegador/pagina.js`, `trabajador.js`,
+  `runtime.py`). A
   notebook that needs a real process (`scripts.navegador.NEEDS_A_PROCESS`) gets, in the same
   place, what it needs and the commands that run it locally.
 - `on_post_build` writes `navegador/` into the site: Pyodide's files from `node_modules/pyodide`
   (the npm package pinned in `package.json`), `repo.zip` (this checkout's `synaptum_lite` and
-  `notebooks/comun.py`), the worker, the page's script and its style. The site serves
-  everything the run needs: nothing comes from another origin.
+  `notebooks/comun.py`), the worker and its Python (`runtime.py`), the page's script and its
+  style. The site serves everything the run needs: nothing comes from another origin.
 
 When `node_modules/pyodide` is missing, the build runs `npm ci` itself (it needs npm, and the
 npm registry once, as `uv` needs PyPI); without npm it fails saying how to get it.
@@ -43,7 +45,7 @@ from scripts.navegador import (  # noqa: E402  (the repository root is importabl
 )
 from scripts.pages import EXPECTED_HEADING, how_to_run  # noqa: E402
 
-OWN_FILES = Path(__file__).with_name("navegador")  # pagina.js, trabajador.js, navegador.css
+OWN_FILES = Path(__file__).with_name("navegador")  # pagina.js, trabajador.js, runtime.py, css
 
 _BLOCK = re.compile(
     r"<h([1-6])[^>]*>\s*" + re.escape(EXPECTED_HEADING) + r".*?</h\1>.*?</pre>", re.S
@@ -89,9 +91,11 @@ def on_page_content(content: str, page: Page, config: MkDocsConfig, files: Files
             f'<div class="navegador-ejecutar" data-trabajador="{worker}">'
             '<p><button type="button">Ejecutar en el navegador</button> '
             '<span class="navegador-estado"></span></p>'
-            "<p>Corre las celdas de esta página aquí mismo, con Python en el navegador "
-            "(Pyodide) y sin instalar nada, y enseña debajo de cada celda lo que imprime. Puedes "
-            "cambiar el código de cualquier celda y volver a ejecutar.</p></div>"
+            "<p>Python (Pyodide) se carga en tu navegador al abrir la página, sin instalar "
+            "nada, y se queda cargado: el botón corre las celdas de esta página aquí mismo y "
+            "enseña debajo de cada celda lo que imprime. Puedes cambiar el código de cualquier "
+            "celda y volver a ejecutar: cada ejecución empieza de cero, como un kernel "
+            "nuevo.</p></div>"
             f'<script src="{script}" defer></script>'
         )
     content, found = _BLOCK.subn(lambda match: match.group(0) + panel, content, count=1)
@@ -107,4 +111,5 @@ def on_post_build(config: MkDocsConfig) -> None:
         shutil.copyfile(path, target / "pyodide" / path.name)
     (target / "repo.zip").write_bytes(package_archive())
     for path in sorted(OWN_FILES.iterdir()):
-        shutil.copyfile(path, target / path.name)
+        if path.is_file():
+            shutil.copyfile(path, target / path.name)

@@ -5,7 +5,8 @@ this checkout's `synaptum_lite` and `notebooks/comun.py` unpacked from the same 
 site serves (`scripts/navegador.py`), unpatched: one fresh Pyodide per notebook, its code
 cells run in order with `runPythonAsync`. What it prints is compared with the page's block by
 the same comparison as the kernel check, so a failure names the page, the notebook and the
-cell.
+cell. One line is treated specially: the header's mode line, which on Pyodide says there is no
+model to export (`scripts.navegador.as_printed_locally`); every other line is compared exactly.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from scripts.kernel import CellRun, NotebookRun
-from scripts.navegador import NEEDS_A_PROCESS, browser_notebooks, package_archive
+from scripts.navegador import (
+    NEEDS_A_PROCESS,
+    as_printed_locally,
+    browser_notebooks,
+    package_archive,
+)
 from scripts.pages import REPO, mismatch, property_notebooks, read_notebook
 
 RUNNER = REPO / "scripts" / "navegador_node.mjs"
@@ -62,7 +68,7 @@ def run_on_pyodide(node: str, notebooks: list[Path], scratch: Path) -> dict[Path
             )
             for cell in result["cells"]
         ]
-        runs[path] = NotebookRun(path, cells, result["total_ms"] / 1000)
+        runs[path] = as_printed_locally(NotebookRun(path, cells, result["total_ms"] / 1000))
     return runs
 
 

@@ -1,26 +1,40 @@
-"""Run a property page in Chromium, as a reader does: open it, press *Ejecutar en el
+"""Run a property page in Chromium, as a reader does: open it, wait for the page to say
+Python is ready (it loads when the page opens, before any click), press *Ejecutar en el
 navegador*, wait for the last cell, and read back what each cell printed
-(`window.synaptumEjecucion`, kept by `docs/_hooks/navegador/pagina.js`)."""
+(`window.synaptumEjecucion`, kept by `docs/_hooks/navegador/pagina.js`).
+
+Every wait is on a state of the page (a flag, an element); the bounds only end a hang."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scripts.kernel import NotebookRun, code_cells
+from scripts.navegador import as_printed_locally
 from scripts.pages import read_notebook
-from tests.site.chromium import Browser, unseen_text
+from tests.site.chromium import Browser, Tab, unseen_text
+from tests.site.chromium import screenshot as save_screenshot
 
-#: Seconds a page may take to run all its cells in the browser (Pyodide's first load included).
-RUN_TIMEOUT = 120.0
+#: Seconds a page may take to load Python, or to run all its cells: they only end a hang.
+RUN_TIMEOUT = 180.0
 
+READY = (
+    "window.synaptumNavegador?.preparado === true"
+    " && !document.querySelector('.navegador-ejecutar button').disabled"
+)
 _PRESS = "document.querySelector('.navegador-ejecutar button').click(); performance.now()"
 _RECORD = "JSON.stringify(window.synaptumEjecucion ?? null)"
 #: The text the page puts under its cells, in order (the DOM's text of each cell's output).
 _SHOWN = "[...document.querySelectorAll('pre.navegador-salida')].map((e) => e.textContent).join('')"
+_SENTENCES = (
+    "[...document.querySelectorAll('.navegador-excepcion')].map((e) => e.textContent).join('')"
+)
 
 
 @dataclass
@@ -29,6 +43,79 @@ class BrowserRun:
     first_output_ms: float | None  # from the press of the button
     total_ms: float
     problems: list[str]
+    record: dict[str, Any]
+
+
+class OpenPage:
+    """A property page open in a tab, its Python loaded or loading."""
+
+    def __init__(self, tab: Tab, url: str) -> None:
+        self.tab = tab
+        self.url = url
+
+    def value(self, expression: str) -> Any:
+        answer = self.tab.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in answer:
+            raise RuntimeError(f"{expression}: {answer['exceptionDetails']}")
+        return answer["result"].get("value")
+
+    def wait_until(self, expression: str, what: str, timeout: float = RUN_TIMEOUT) -> Any:
+        """Wait until `expression` is true in the page (a state, never a time)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.value(expression)
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"{self.url}: {what}: not within {timeout:.0f} s")
+
+    def wait_ready(self) -> None:
+        self.wait_until(READY, "the page did not say Python is ready")
+
+    def press(self) -> dict[str, Any] | None:
+        """Press the button once the page is ready; the run's record when it has finished
+        (None if it did not finish within the bound)."""
+        self.wait_ready()
+        before = self.value("window.synaptumEjecucion?.inicio ?? null")
+        self.value(_PRESS)
+        finished = (
+            "(() => { const r = window.synaptumEjecucion;"
+            f" return r && r.inicio !== {json.dumps(before)} && r.fin !== null; }})()"
+        )
+        try:
+            self.wait_until(finished, "the run did not finish")
+        except AssertionError:
+            return None
+        record = json.loads(self.value(_RECORD))
+        return dict(record)
+
+    def edit(self, cell: int, source: str) -> None:
+        """Type `source` over the code of the page's `cell`-th code cell (from 0), as a reader
+        does: select its text, and insert the new one."""
+        self.value(
+            "(() => { const code = document.querySelectorAll("
+            f"'.jp-CodeCell .highlight-ipynb pre')[{cell}]; code.focus();"
+            " const range = document.createRange(); range.selectNodeContents(code);"
+            " const selection = getSelection(); selection.removeAllRanges();"
+            " selection.addRange(range); return true; })()"
+        )
+        self.tab.send("Input.insertText", text=source)
+
+    def printed(self) -> str:
+        """What the page shows under its cells."""
+        return str(self.value(_SHOWN))
+
+
+@contextmanager
+def open_page(
+    browser: Browser, url: str, *, width: int = 1280, height: int = 800, mobile: bool = False
+) -> Iterator[OpenPage]:
+    with browser.tab() as tab:
+        tab.send("Page.enable")
+        tab.send("Runtime.enable")
+        tab.send("Network.enable")  # the page's requests (the worker reports its own)
+        tab.load(url, width, height, mobile=mobile, deadline=time.monotonic() + browser.timeout)
+        yield OpenPage(tab, url)
 
 
 def run_page(
@@ -42,56 +129,53 @@ def run_page(
     screenshot: Path | None = None,
     seen_whole: bool = False,
 ) -> BrowserRun:
-    """Open `url`, run its cells in the page, and return what they printed as a `NotebookRun`
-    of `notebook` (cells named by their index and id in the notebook). With `seen_whole`, the
-    outputs written under the cells must be seen whole at that size (no sideways scroll, no
-    text beyond the viewport: `unseen_text`)."""
+    """Open `url`, wait for Python, run its cells in the page, and return what they printed
+    as a `NotebookRun` of `notebook` (cells named by their index and id in the notebook; the
+    header's mode line as a local run prints it: `scripts.navegador.as_printed_locally`). With
+    `seen_whole`, the outputs written under the cells must be seen whole at that size (no
+    sideways scroll, no text beyond the viewport: `unseen_text`)."""
+    with open_page(browser, url, width=width, height=height, mobile=mobile) as page:
+        return read_run(page, notebook, page.press(), seen_whole=seen_whole, screenshot=screenshot)
+
+
+def read_run(
+    page: OpenPage,
+    notebook: Path,
+    record: dict[str, Any] | None,
+    *,
+    seen_whole: bool = False,
+    screenshot: Path | None = None,
+) -> BrowserRun:
+    """The run just finished in `page` (its `record`), checked and read as a `NotebookRun`."""
     problems: list[str] = []
-    with browser.tab() as tab:
-        tab.send("Page.enable")
-        tab.send("Runtime.enable")
-        tab.send("Network.enable")  # the page's requests (the worker reports its own)
-        tab.load(url, width, height, mobile=mobile, deadline=time.monotonic() + browser.timeout)
-        tab.send("Runtime.evaluate", expression=_PRESS, returnByValue=True)
-        deadline = time.monotonic() + RUN_TIMEOUT
-        record = None
-        while time.monotonic() < deadline:
-            value = tab.send("Runtime.evaluate", expression=_RECORD, returnByValue=True)
-            record = json.loads(value["result"]["value"])
-            if record and record["fin"] is not None:
-                break
-            time.sleep(0.05)
-        else:
-            problems.append(f"the page did not finish running within {RUN_TIMEOUT:.0f} s")
-        shown = tab.send("Runtime.evaluate", expression=_SHOWN, returnByValue=True)
-        shown_text = shown["result"]["value"]
-        if seen_whole:
-            problems.extend(
-                f"an output under a cell is not seen whole at {width} px: {problem}"
-                for problem in unseen_text(tab, "pre.navegador-salida:not([hidden])")
-            )
-        if screenshot is not None:
-            tab.send("Runtime.evaluate", expression=_SCROLL_TO_FIRST_OUTPUT)
-            time.sleep(0.2)
-            shot = tab.send("Page.captureScreenshot", format="png")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
-        origin = "/".join(url.split("/", 3)[:3]) + "/"
-        requested = [
-            event["params"]["request"]["url"]
-            for event in tab.events
-            if event["method"] == "Network.requestWillBeSent"
-        ] + list((record or {}).get("pedidos") or [])
-        elsewhere = [u for u in requested if not u.startswith((origin, "data:", "blob:"))]
-        if elsewhere:
-            problems.append(f"the run fetched from another origin: {elsewhere}")
-        if not any(u.endswith("/navegador/pyodide/pyodide.asm.wasm") for u in requested):
-            problems.append(f"the run's requests were not seen (no pyodide.asm.wasm): {requested}")
-        for event in tab.events:
-            if event["method"] == "Runtime.exceptionThrown":
-                details = event["params"]["exceptionDetails"]
-                text = details.get("exception", {}).get("description") or details.get("text")
-                problems.append(f"uncaught in the page: {text}")
+    tab, url = page.tab, page.url
+    if record is None:
+        problems.append(f"the page did not finish running within {RUN_TIMEOUT:.0f} s")
+    shown_text = page.printed()
+    if seen_whole:
+        problems.extend(
+            f"an output under a cell is not seen whole at {page.value('innerWidth')} px: {problem}"
+            for problem in unseen_text(tab, "pre.navegador-salida:not([hidden])")
+        )
+    if screenshot is not None:
+        page.value(_SCROLL_TO_FIRST_OUTPUT)
+        save_screenshot(tab, screenshot)
+    origin = "/".join(url.split("/", 3)[:3]) + "/"
+    requested = [
+        event["params"]["request"]["url"]
+        for event in tab.events
+        if event["method"] == "Network.requestWillBeSent"
+    ] + list((record or {}).get("pedidos") or [])
+    elsewhere = [u for u in requested if not u.startswith((origin, "data:", "blob:"))]
+    if elsewhere:
+        problems.append(f"the run fetched from another origin: {elsewhere}")
+    if not any(u.endswith("/navegador/pyodide/pyodide.asm.wasm") for u in requested):
+        problems.append(f"the run's requests were not seen (no pyodide.asm.wasm): {requested}")
+    for event in tab.events:
+        if event["method"] == "Runtime.exceptionThrown":
+            details = event["params"]["exceptionDetails"]
+            text = details.get("exception", {}).get("description") or details.get("text")
+            problems.append(f"uncaught in the page: {text}")
     cells = code_cells(read_notebook(notebook))
     seen = (record or {}).get("celdas", [])
     if len(seen) != len(cells):
@@ -102,21 +186,31 @@ def run_page(
         cell.stdout, cell.stderr, cell.error = shown["stdout"], shown["stderr"], shown["error"]
         if shown["id"] != cell.cell_id:
             problems.append(f"the page's cell {shown['id']!r} is {cell.describe()} of the notebook")
-    written = "".join(c["stdout"] + c["stderr"] + (c["error"] or "") for c in seen)
+    written = "".join(c["stdout"] + c["stderr"] for c in seen)
     if shown_text != written:
         problems.append(
             "what the page shows under its cells is not what they printed: "
             f"{shown_text[:200]!r}… against {written[:200]!r}…"
         )
+    sentences = "".join(c["resumen"] or "" for c in seen)
+    if page.value(_SENTENCES) != sentences:
+        problems.append(f"the page does not show the exception's sentence: {sentences!r}")
     first = None
     if record and record["primeraSalida"] is not None:
         first = record["primeraSalida"] - record["inicio"]
     total = (record["fin"] - record["inicio"]) if record and record["fin"] else float("nan")
-    return BrowserRun(NotebookRun(notebook, cells, total / 1000), first, total, problems)
+    run = as_printed_locally(NotebookRun(notebook, cells, total / 1000))
+    return BrowserRun(run, first, total, problems, record or {})
 
 
 _SCROLL_TO_FIRST_OUTPUT = (
     "document.querySelector('.navegador-salida:not([hidden])')?.scrollIntoView({block: 'start'})"
+)
+#: The first thing the run showed under a cell (an output, or an exception) is in the viewport.
+FIRST_OUTPUT_IN_VIEW = (
+    "(() => { const first = document.querySelector('.navegador-salida, .navegador-fallo');"
+    " if (!first) return false; const box = first.getBoundingClientRect();"
+    " return box.top >= 0 && box.top < innerHeight && box.bottom > 0; })()"
 )
 
 

@@ -1,14 +1,23 @@
 """Each property page that can run in a browser runs there, and prints its page's block.
 
-Headless Chromium opens the built site's page, presses *Ejecutar en el navegador*, and the
-page runs its own code cells, as shown (a reader may edit them), in a Web Worker on the
-Pyodide the site serves itself. What each cell printed is compared with the page's *Lo que
-imprime* block by the same comparison as the kernel check: a failure names the page, the
-notebook and the cell. A page that needs a real process says so where the button would be.
+Headless Chromium opens the built site's page; Python (Pyodide) loads in a Web Worker as the
+page opens, and the page says when it is ready, before any click. *Ejecutar en el navegador*
+then runs the page's own code cells, as shown (a reader may edit them), on the Pyodide the
+site serves itself. What each cell printed is compared with the page's *Lo que imprime* block
+by the same comparison as the kernel check (one line apart: the header's mode line, which in a
+browser says there is no model to export; `scripts.navegador.as_printed_locally`): a failure
+names the page, the notebook and the cell. A page that needs a real process says so where the
+button would be.
 
-The runs take about 3 s a page here (Pyodide loads in each), a minute for the thirteen pages
-and the edited copy, builds included, on two cores, so `uv run pytest` runs them only in CI
-(`CI=true`, as `.ci/run` sets) or when asked:
+Python stays loaded between runs, and each run starts as a fresh kernel would (the files an
+earlier run wrote are gone, the modules are imported anew, the globals are new): a second run
+prints the block again, an edited cell prints its new output, and neither loads Python again.
+An exception shows as its own sentence, wrapped, with the frames folded behind *Ver el
+detalle*. Every wait is on a state of the page; no test measures a time
+(`benchmarks/navegador.py` does, for *Rendimiento*).
+
+The runs take a few minutes for the pages and the edited copy, builds included, on two cores,
+so `uv run pytest` runs them only in CI (`CI=true`, as `.ci/run` sets) or when asked:
 `SYNAPTUM_NAVEGADOR=1 uv run pytest tests/site/test_en_el_navegador.py`.
 The static checks of the panels below always run.
 """
@@ -21,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.navegador import NEEDS_A_PROCESS, browser_notebooks
+from scripts.navegador import NEEDS_A_PROCESS, browser_notebooks, mode_lines
 from scripts.pages import (
     PROPERTY_NOTEBOOKS,
     REPO,
@@ -32,12 +41,18 @@ from scripts.pages import (
     read_notebook,
 )
 from scripts.site import start_build
-from tests.site.chromium import Browser
+from tests.site.chromium import Browser, screenshot, unseen_text
 from tests.site.conftest import serve
-from tests.site.en_el_navegador import copy_of_the_site_sources, run_page
+from tests.site.en_el_navegador import (
+    FIRST_OUTPUT_IN_VIEW,
+    copy_of_the_site_sources,
+    open_page,
+    read_run,
+    run_page,
+)
 
 ASKED = os.environ.get("CI") == "true" or os.environ.get("SYNAPTUM_NAVEGADOR") == "1"
-OPT_IN = "the in-browser runs take ~1 min: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
+OPT_IN = "the in-browser runs take minutes: set SYNAPTUM_NAVEGADOR=1 (CI=true runs them)"
 
 
 def browser_problem(notebook: Path, base_url: str, browser: Browser) -> str | None:
@@ -77,6 +92,119 @@ def test_on_a_phone_the_run_shows_every_output_whole(base_url, browser) -> None:
         pytest.fail(f"{page_url(notebook)} at 390 px: " + "; ".join(result.problems), pytrace=False)
 
 
+N01 = PROPERTY_NOTEBOOKS / "01_bucle.ipynb"
+#: 01's second code cell, its parameters: `carpeta` is where runs.db is made.
+PARAMETERS = 1
+BESIDE_THE_NOTEBOOK = 'carpeta = "junto-al-cuaderno"\nrun_id = "bucle-1"\n'
+EDITED_LINE = "esta línea la imprime una celda editada en el navegador"
+_EDITED = "document.querySelectorAll('.jp-CodeCell.navegador-editada').length"
+_MARK_SEEN = (
+    "[...document.querySelectorAll('.navegador-marca')].filter((m) => m.checkVisibility())"
+    ".map((m) => m.textContent)"
+)
+_WASM_FETCHES = (
+    "window.synaptumEjecucion.pedidos.filter((u) => u.endsWith('/pyodide.asm.wasm')).length"
+)
+
+
+def _checked(run, what: str) -> None:
+    """`run` (a BrowserRun of 01) printed 01's block, or the test fails saying `what`."""
+    problem = "; ".join(run.problems) or mismatch(N01, read_notebook(N01), run.run)
+    if problem:
+        pytest.fail(f"{what}: {problem}", pytrace=False)
+
+
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+def test_python_loads_once_and_every_run_starts_as_a_fresh_kernel(base_url, browser) -> None:
+    """01 at 1280 px: the page says Python is ready before any click; a click prints the block
+    and takes the view to the first output; a second run prints the block again, though the
+    first left runs.db beside the notebook (01's `carpeta` set to a folder there: a run that
+    found it would refuse it); an edited cell is marked and prints its new output; and Python
+    was loaded once for the three runs."""
+    with open_page(browser, base_url + page_url(N01)) as page:
+        page.wait_ready()
+        assert page.value("window.synaptumEjecucion === undefined"), "a run started unasked"
+        status = page.value("document.querySelector('.navegador-estado').textContent")
+        assert status.startswith("Python está listo"), status
+        assert page.value("scrollY") == 0
+
+        page.edit(PARAMETERS, BESIDE_THE_NOTEBOOK)
+        assert page.value(_EDITED) == 1, "the edited cell is not marked"
+        assert page.value(_MARK_SEEN) == [
+            "Celda editada: se ejecuta tal como la ves. Volver al código de la página"
+        ]
+        first = read_run(page, N01, page.press())
+        _checked(first, "the first run")
+        assert page.value(FIRST_OUTPUT_IN_VIEW), "the view did not go to the first output"
+        assert page.value("scrollY") > 0
+        assert mode_lines()[0] in page.printed(), "the browser's header is not the browser's"
+
+        second = read_run(page, N01, page.press())
+        _checked(second, "the second run, with runs.db left beside the notebook by the first")
+        assert second.run.printed == first.run.printed
+
+        page.edit(PARAMETERS, BESIDE_THE_NOTEBOOK + f"print({EDITED_LINE!r})\n")
+        third = read_run(page, N01, page.press())
+        assert not third.problems, third.problems
+        assert third.run.cells[PARAMETERS].stdout == EDITED_LINE + "\n"
+        assert third.record["cargas"] == 1, "Python was loaded again for a run"
+        assert page.value(_WASM_FETCHES) == 1, "pyodide.asm.wasm was fetched again"
+
+
+LONG_SENTENCE = (
+    "la cuenta ES91210004184502000513ES91210004184502000513ES91210004184502000513 no existe, "
+    "y esta frase es larga a propósito: se lee entera, partida en líneas, sin desplazar nada"
+)
+
+
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+@pytest.mark.parametrize(("width", "height", "mobile"), [(390, 844, True), (1280, 800, False)])
+def test_an_exception_shows_its_sentence_whole_and_its_frames_folded(
+    width, height, mobile, base_url, browser
+) -> None:
+    """An edited cell of 01 that raises: under it, the exception's own sentence, wrapped and
+    seen whole in the viewport (no sideways scroll); Pyodide's frames are not shown until
+    *Ver el detalle* is pressed, and then the whole traceback is. Screenshots of both in
+    build/screenshots/."""
+    shots = REPO / "build" / "screenshots"
+    with open_page(
+        browser, base_url + page_url(N01), width=width, height=height, mobile=mobile
+    ) as page:
+        page.edit(PARAMETERS, f"raise ValueError({LONG_SENTENCE!r})\n")
+        record = page.press()
+        assert record is not None, "the run did not finish"
+        cell = record["celdas"][PARAMETERS]
+        assert cell["resumen"] == f"ValueError: {LONG_SENTENCE}"
+        assert page.value(FIRST_OUTPUT_IN_VIEW), "the view did not go to the exception"
+        assert (
+            page.value("document.querySelector('.navegador-excepcion').textContent")
+            == (cell["resumen"])
+        )
+        problems = unseen_text(page.tab, ".navegador-excepcion")
+        assert not problems, f"the exception's sentence at {width} px: {problems}"
+        lines = page.value(
+            "document.querySelector('.navegador-excepcion').getClientRects().length && "
+            "Math.round(document.querySelector('.navegador-excepcion').getBoundingClientRect()"
+            ".height / parseFloat(getComputedStyle(document.querySelector('.navegador-excepcion'))"
+            ".lineHeight))"
+        )
+        assert lines >= 2, "the long sentence was not wrapped"
+        shown = page.value("document.body.innerText")
+        assert "_pyodide" not in shown and "Traceback" not in shown, "the frames are shown"
+        trace = "document.querySelector('.navegador-detalle pre')"
+        assert page.value(f"{trace}.checkVisibility()") is False
+        screenshot(page.tab, shots / f"navegador-excepcion-{width}.png")
+
+        page.value("document.querySelector('.navegador-detalle summary').click(); true")
+        page.wait_until(f"{trace}.checkVisibility()", "Ver el detalle did not unfold the frames")
+        detail = page.value(f"{trace}.textContent")
+        assert detail.startswith("Traceback (most recent call last):"), detail
+        assert "/_pyodide/" in detail and "<celda 2>" in detail
+        assert detail.endswith(cell["resumen"])
+        assert not unseen_text(page.tab, ".navegador-detalle pre")
+        screenshot(page.tab, shots / f"navegador-excepcion-detalle-{width}.png")
+
+
 @pytest.mark.parametrize("notebook", browser_notebooks(), ids=lambda path: path.stem)
 def test_a_page_that_runs_in_the_browser_has_the_button(notebook, built_site) -> None:
     page = (built_site / page_url(notebook) / "index.html").read_text(encoding="utf-8")
@@ -97,7 +225,7 @@ def test_a_page_that_needs_a_process_says_so_and_how_to_run_it(stem, built_site)
 
 def test_the_site_serves_everything_the_run_needs(built_site) -> None:
     served = built_site / "navegador"
-    for name in ("trabajador.js", "pagina.js", "navegador.css", "repo.zip"):
+    for name in ("trabajador.js", "runtime.py", "pagina.js", "navegador.css", "repo.zip"):
         assert (served / name).is_file(), name
     for name in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"):
         assert (served / "pyodide" / name).is_file(), name
