@@ -24,14 +24,15 @@ EXIT_CODES = """exit codes:
 phases in `show`: a attempted, c completed, r resolved (a person's decision)"""
 
 
-CHAIN = """an export carries a digest chain (SHA-256) over its runs and events; import checks
-it and refuses an export changed, cut or extended since it was written, naming the first
-event that does not match, and a run that is not the one it names nor its sub-run. Without a
-key the chain finds damage and careless edits only: anyone can recompute it. With
---key-file on both commands its head is signed (HMAC-SHA256), and import refuses an export
-unsigned or signed with another key. The key is the file's bytes (without a final line end):
-keep the file as private as a password. Exports from before the chain are refused: export
-the run again with this version."""
+CHAIN = """an export carries a digest chain (SHA-256) over its runs and events.
+import checks it and refuses an export changed, cut or extended since it was
+written, naming the first event that does not match, and a run that is not
+the one it names nor one of its sub-runs. Without a key the chain finds damage
+and careless edits only: anyone can compute it again. With --key-file on both
+commands its head is signed (HMAC-SHA256), and import refuses an export that
+is unsigned or signed with another key. The key is the file's bytes (without
+a final line end): keep the file as private as a password. Exports from before
+the chain are refused: export the run again with this version."""
 
 
 def parser() -> argparse.ArgumentParser:
