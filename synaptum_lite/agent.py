@@ -8,11 +8,10 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from .agent_arguments import check_limits, checked_parts
-from .errors import ConfigurationError
 from .events import Step
 from .execution import Delegate, as_tool
 from .loop import Plan, TextFragment, drive
-from .messages import lone_surrogate
+from .messages import check_text
 from .output import OutputFormat
 from .session import Session
 from .tools import Risk, Tool
@@ -65,14 +64,11 @@ class Agent:
         self.max_tool_output = max_tool_output
         self._callable = {**self.tools, **{d.name: as_tool(d) for d in self.delegates.values()}}
         self._specs = tuple(t.spec for t in self._callable.values())
-        described = json.dumps(self.configuration, ensure_ascii=False, default=repr)
-        at = lone_surrogate(described)
-        if at is not None:  # a journal could not keep it: refused before anything is paid
-            raise ConfigurationError(
-                f"agent {name!r}: its name, model, instructions or a tool's description holds "
-                f"{described[at]!r}, half of a surrogate pair and not a character, which a "
-                "journal cannot keep (UTF-8 has no form for it); decode that text properly"
-            )
+        # refused before anything is paid: a journal's header could not keep it
+        check_text(
+            f"agent {name!r}: its configuration (name, model, instructions, tools' descriptions)",
+            json.dumps(self.configuration, ensure_ascii=False, default=repr),
+        )
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model!r}, tools={list(self.tools)})"

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import ConfigurationError
 from .execution import Delegate
-from .messages import lone_surrogate
+from .messages import check_text
 from .session import Session
 from .tools import TOOL_NAME, Tool
 
@@ -132,16 +132,9 @@ def check_session(agent: str, session: Any) -> None:
 
 def check_task(task: Any, run_id: str) -> None:
     """Refuse a task a journal cannot keep, before anything is run or paid."""
-    at = lone_surrogate(task) if isinstance(task, str) else None
-    if isinstance(task, str) and at is None:
-        return
-    problem = (
-        f"holds {task[at]!r} at index {at}, half of a surrogate pair and not a "
-        "character, which a journal cannot keep (UTF-8 has no form for it)"
-        if at is not None
-        else f"is a {type(task).__name__}, not a str"
-    )
-    raise ConfigurationError(
-        f"run {run_id!r}: the task {problem}; nothing was run or paid: pass "
-        "the task as text (join a split surrogate pair, or put U+FFFD in its place)"
-    )
+    if not isinstance(task, str):
+        raise ConfigurationError(
+            f"run {run_id!r}: the task is a {type(task).__name__}, not a str; nothing was run "
+            "or paid: pass the task as text"
+        )
+    check_text(f"run {run_id!r}: the task", task)

@@ -23,7 +23,7 @@ from .events import (
     ToolStep,
     parse_step_id,
 )
-from .messages import ModelResponse, ToolCall, ToolResult, Usage, lone_surrogate, surrogate_problem
+from .messages import ModelResponse, ToolCall, ToolResult, Usage, check_text, text_problem
 
 
 class Record(NamedTuple):
@@ -49,11 +49,10 @@ def encode(event: Step) -> tuple[str, str, int, str]:
         )
     except ValueError as exc:
         raise ValueError(f"step {event.step_id} ({event.phase.value}) is not JSON: {exc}") from None
-    at = lone_surrogate(data)
-    if at is not None:
+    problem = text_problem(data)
+    if problem is not None:
         raise ValueError(
-            f"step {event.step_id} ({event.phase.value}) holds {data[at]!r}, half of a "
-            "surrogate pair and not a character, which UTF-8 has no form for"
+            f"step {event.step_id} ({event.phase.value}) cannot be journaled: {problem}"
         )
     return event.step_id, event.phase.value, event.attempt, data
 
@@ -163,28 +162,13 @@ def check_run_id(run_id: Any) -> str:
     """`run_id`, when every store can keep it. Raises `ConfigurationError` naming the problem."""
     if not isinstance(run_id, str) or not run_id:
         raise ConfigurationError(f"run_id must be a non-empty string, got {run_id!r}")
-    if "\0" in run_id:
-        problem: str | None = f"a NUL character at index {run_id.index(chr(0))}"
-    else:
-        problem = surrogate_problem(run_id)
-    if problem:
-        raise ConfigurationError(
-            f"run_id {run_id!r} cannot be journaled: it holds {problem}; "
-            "use text without NUL characters or unpaired surrogates"
-        )
-    return run_id
+    return check_text(f"run_id {run_id!r}", run_id, nul=True)
 
 
 def encode_header(run_id: str, header: dict[str, Any]) -> str:
     """A run's header as stored. Raises `ConfigurationError` when it cannot be kept."""
     text = json.dumps(header, sort_keys=True, ensure_ascii=False)
-    problem = surrogate_problem(text)
-    if problem:
-        raise ConfigurationError(
-            f"run {run_id!r}: its header (the agent's configuration and the task) cannot be "
-            f"journaled: it holds {problem}; nothing was written"
-        )
-    return text
+    return check_text(f"run {run_id!r}: its header (the agent's configuration and the task)", text)
 
 
 def decode_header(run_id: str, text: str) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigurationError
+
 
 class Role(enum.Enum):
     """Who wrote a message in the context window."""
@@ -233,8 +235,10 @@ class ModelResponse:
 # an escaped `"\ud83d"` standing alone) and a float that is NaN or infinite (which Python's
 # `json.loads` accepts as `NaN`/`Infinity`). Model answers arrive with them from servers; the
 # loop makes every answer journalable before it records it, so a paid answer is never lost.
+# Text from the library's caller is refused instead, by `check_text`, before anything is run.
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_OR_NUL = re.compile("[\0\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
@@ -247,10 +251,35 @@ def lone_surrogate(text: str) -> int | None:
     return None if found is None else found.start()
 
 
-def surrogate_problem(text: str) -> str | None:
-    """What makes `text` unkeepable as UTF-8 (its first unpaired surrogate), or None."""
-    at = lone_surrogate(text)
-    return None if at is None else f"an unpaired surrogate {text[at]!r} at index {at}"
+def text_problem(text: str, *, nul: bool = False) -> str | None:
+    """Why a journal cannot keep `text`, or None: its first surrogate code point, or with `nul`
+    its first NUL (PostgreSQL's text has none), named with its index. Every refusal of text
+    (`check_text`, an event's stored form, a tool's result) says it in these words."""
+    found = (_SURROGATE_OR_NUL if nul else _SURROGATE).search(text)
+    if found is None:
+        return None
+    why = (
+        "a NUL character, which PostgreSQL's text cannot hold"
+        if found.group() == "\0"
+        else "half of a surrogate pair and not a character, which UTF-8 has no form for"
+    )
+    return f"it holds {found.group()!r} at index {found.start()}, {why}"
+
+
+def check_text(what: str, value: str, *, nul: bool = False) -> str:
+    """`value`, when a journal can keep it (see `text_problem`); else `ConfigurationError`
+    naming `what`, the character and its index, and what to pass instead."""
+    problem = text_problem(value, nul=nul)
+    if problem is not None:
+        remedy = (
+            "leave NUL characters out"
+            if "NUL" in problem
+            else "join a split surrogate pair, or put U+FFFD in its place"
+        )
+        raise ConfigurationError(
+            f"{what} cannot be journaled: {problem}; nothing was run or written: {remedy}"
+        )
+    return value
 
 
 def without_surrogates(text: str) -> str:

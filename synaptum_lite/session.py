@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .checkpointer import Checkpointer, load_events
+from .codec import check_run_id
 from .errors import ConfigurationError, NothingToResolve, quoted
 from .events import ApprovalDecision, ApprovalStep, Decision, Phase, Step, ToolStep
 from .gateway import Gateway
 from .journal import StepHistory, index
-from .messages import ToolResult, lone_surrogate
+from .messages import ToolResult, check_text
 from .tools import to_result_text
 
 
@@ -89,9 +90,7 @@ class Session:
     clock: Callable[[], datetime] = field(default=_now)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.run_id, str) or not self.run_id:
-            raise ConfigurationError(f"run_id must be a non-empty string, got {self.run_id!r}")
-        _check_text("run_id", self.run_id)
+        check_run_id(self.run_id)
         # each refused now, by name, rather than as an AttributeError in the middle of a run
         for role, value, needs in (
             ("gateway", self.gateway, ("complete", "stream", "call_tool", "review")),
@@ -157,9 +156,9 @@ class Session:
         not an approval request waiting for a decision.
         """
         _check_person(self.run_id, step_id, by)
-        _check_text("note", note)
         if not isinstance(note, str):
             raise ConfigurationError(f"note must be text, got {note!r:.80}")
+        check_text(f"run {self.run_id!r}, step {step_id!r}: the note", note)
         for name, value in (("granted", granted), ("final", final)):
             if not isinstance(value, bool):
                 # a truthy granted="no" would let the call run
@@ -216,15 +215,4 @@ def _check_person(run_id: str, step_id: Any, by: Any) -> None:
             f"run {run_id!r}, step {step_id!r}: by must name who decides (a person, as text), "
             f"got {by!r:.80}; nothing was recorded"
         )
-    _check_text("by", by)
-
-
-def _check_text(name: str, value: str) -> None:
-    """Refuse text a journal cannot keep, before anything is run, paid or written."""
-    at = lone_surrogate(value) if isinstance(value, str) else None
-    if at is not None:
-        raise ConfigurationError(
-            f"{name} {value!r} holds {value[at]!r} at index {at}, half of a surrogate pair and "
-            "not a character, which a journal cannot keep (UTF-8 has no form for it); pass "
-            "it as text (join a split surrogate pair, or put U+FFFD in its place)"
-        )
+    check_text(f"run {run_id!r}, step {step_id!r}: by {by!r}", by)

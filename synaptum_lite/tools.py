@@ -20,7 +20,7 @@ from typing import Any, get_args, get_type_hints
 # the schema machinery lives in schema.py; these names stay importable from here
 from .errors import QUOTED as QUOTED
 from .errors import InvalidToolCall, ToolDefinitionError, quoted
-from .messages import ToolSpec, lone_surrogate
+from .messages import ToolSpec, text_problem
 from .schema import Converter as Converter
 from .schema import schema_of as schema_of
 from .schema import type_schema
@@ -255,12 +255,9 @@ def to_result_text(value: Any) -> str:
         raise ValueError("it holds NaN or an infinite number, which JSON has no form for") from None
     except RecursionError:  # a value nested 100,000 deep: said, never a raw RecursionError
         raise ValueError("it nests lists or dicts deeper than JSON can be written") from None
-    at = lone_surrogate(text)
-    if at is not None:
-        raise ValueError(
-            f"it holds {text[at]!r} at index {at}, half of a surrogate pair and not a "
-            "character, which UTF-8 has no form for"
-        )
+    problem = text_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
     return text
 
 
@@ -276,8 +273,6 @@ def _json_problem(text: str) -> str:
         return str(exc)
     except RecursionError:  # it would fail every resume again: said, never raised
         return "it nests arrays or objects deeper than can be read"
-    decoded = json.dumps(value, ensure_ascii=False)
-    at = lone_surrogate(decoded)
-    if at is not None:
-        return f"it holds {decoded[at]!r}, half of a surrogate pair and not a character"
-    return f"it is a JSON {type(value).__name__}"
+    return text_problem(json.dumps(value, ensure_ascii=False)) or (
+        f"it is a JSON {type(value).__name__}"
+    )

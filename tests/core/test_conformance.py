@@ -320,10 +320,14 @@ ODD_BUT_FINE = [
     "x" * 2000,
     "'; DROP TABLE runs; --",
 ]
+SURROGATE = "half of a surrogate pair and not a character, which UTF-8 has no form for"
 UNKEEPABLE = {
-    "a\x00b": "a NUL character at index 1",
-    "\ud83d": "an unpaired surrogate '\\ud83d' at index 0",
-    "ok\udc00": "an unpaired surrogate '\\udc00' at index 2",
+    "a\x00b": "'\\x00' at index 1, a NUL character, which PostgreSQL's text cannot hold; "
+    "nothing was run or written: leave NUL characters out",
+    "\ud83d": f"'\\ud83d' at index 0, {SURROGATE}; nothing was run or written: join a split "
+    "surrogate pair, or put U+FFFD in its place",
+    "ok\udc00": f"'\\udc00' at index 2, {SURROGATE}; nothing was run or written: join a split "
+    "surrogate pair, or put U+FFFD in its place",
 }
 
 
@@ -361,8 +365,7 @@ def test_a_run_id_no_store_can_keep_is_refused_by_every_call(store_factory, run_
         with pytest.raises(ConfigurationError) as error:
             run(call())
         assert str(error.value) == (
-            f"run_id {run_id!r} cannot be journaled: it holds {UNKEEPABLE[run_id]}; "
-            "use text without NUL characters or unpaired surrogates"
+            f"run_id {run_id!r} cannot be journaled: it holds {UNKEEPABLE[run_id]}"
         ), name
 
 
@@ -377,7 +380,7 @@ def test_a_header_no_store_can_keep_is_refused_and_nothing_is_written(store_fact
     assert "run 'r': its header (the agent's configuration and the task) cannot be journaled" in (
         str(error)
     )
-    assert "an unpaired surrogate '\\ud83d' at index" in str(error)
+    assert f"it holds '\\ud83d' at index 53, {SURROGATE}; nothing was run or written" in str(error)
     assert state.header is None
 
 
@@ -401,8 +404,8 @@ def test_an_event_no_store_can_keep_is_refused_and_nothing_of_its_append_is_writ
 
     error, records = run(scenario())
     assert str(error) == (
-        "step 000001-model (completed) holds '\\ud83d', half of a surrogate pair and not a "
-        "character, which UTF-8 has no form for"
+        f"step 000001-model (completed) cannot be journaled: it holds '\\ud83d' at index 21, "
+        f"{SURROGATE}"
     )
     assert records == []
 
