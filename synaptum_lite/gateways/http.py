@@ -8,7 +8,9 @@ completion, and one that streams although not asked to is read as its stream (ei
 paid for). How failures become a `ProviderError` is in `http_failures`; how an answer's bytes
 become a `ModelResponse` (bounded, redacted) is in `http_answers`.
 
-Retrying is the loop's job (`Session.retry`), never this module's. The API key is sent in one
+Retrying is the loop's job (`Session.retry`), never this module's, but the call's `deadline` spans
+its attempts: the loop retries a failed call with the same `ModelRequest` object, in the same
+task, and that is how an attempt is told from a new call (`_Call`). The API key is sent in one
 header and nowhere else: it is not an attribute a `repr` shows, and every message this module
 builds is redacted before it is cut (`http_failures`), so neither an error, a log line nor a
 journal can carry it, whole or in part, raw or escaped (JSON `\\u002d`, URL `%2D`, HTML `&#45;`). A
@@ -24,8 +26,11 @@ import asyncio
 import base64
 import contextlib
 import os
+import time
 import urllib.parse
 from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError
@@ -52,7 +57,8 @@ ENV_BASE_URL = "SYNAPTUM_BASE_URL"
 ENV_API_KEY = "SYNAPTUM_API_KEY"
 ENV_MODEL = "SYNAPTUM_MODEL"
 
-#: The default total time a model call may take, in seconds, however the server sends it.
+#: The default total time a model call may take, in seconds, across all its attempts (the
+#: loop's retries and the waits between them), however the server sends its answer.
 DEADLINE = 600.0
 
 #: The default most an answer may hold, in bytes once decompressed, streamed or not. A long
@@ -68,11 +74,16 @@ class OpenAICompatibleGateway(LocalGateway):
     when a request carries none. `api_key`, when given, is sent as `Authorization: Bearer`.
     `tools` and `policy` are `LocalGateway`'s: which tools may run, and who decides.
     `timeout` bounds each read (seconds); connecting has its own short bound. `deadline`
-    bounds the whole call (seconds, `DEADLINE` = 600 by default), streamed or not: a server
-    that trickles bytes or sends SSE keep-alive comments cannot keep a call open past it.
-    Passing it is a retryable `ProviderError`. `max_response_bytes` bounds what an answer may
-    hold once decompressed (`MAX_RESPONSE_BYTES`, 32 MiB, by default); a larger one is a
-    `ProviderError` that is not retried.
+    bounds the whole call (seconds, `DEADLINE` = 600 by default), streamed or not, across the
+    loop's retries and the waits between them: a server that trickles bytes or sends SSE
+    keep-alive comments cannot keep a call open past it, nor can retrying. Passing it is a
+    `ProviderError` that is not retried (it says over how many attempts the deadline was
+    spent), and no attempt starts once it has passed (the loop's wait before a retry counts).
+    `attempt_timeout` bounds one attempt (seconds; by default only the deadline does):
+    passing it is a retryable `ProviderError`, and the loop tries again within the deadline.
+    `max_response_bytes` bounds what an answer may hold once decompressed
+    (`MAX_RESPONSE_BYTES`, 32 MiB, by default); a larger one is a `ProviderError` that is
+    not retried.
 
     Tool-call arguments that are not valid JSON do not raise: the `ToolCall` carries the raw
     text as its `arguments` (a `str`), which the loop turns into an error result the model
@@ -87,6 +98,7 @@ class OpenAICompatibleGateway(LocalGateway):
         api_key: str | None = None,
         timeout: float = 120.0,
         deadline: float = DEADLINE,
+        attempt_timeout: float | None = None,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         tools: Iterable[Tool] | None = None,
         policy: Policy = allow_everything,
@@ -101,10 +113,15 @@ class OpenAICompatibleGateway(LocalGateway):
             raise ConfigurationError(
                 f"base_url must start with http:// or https://, got {without_userinfo(base_url)!r}"
             )
-        if not deadline > 0:
-            raise ConfigurationError(
-                f"deadline must be a positive number of seconds, got {deadline!r}"
-            )
+        for name, seconds in (("deadline", deadline), ("attempt_timeout", attempt_timeout)):
+            if seconds is not None and not (
+                isinstance(seconds, (int, float))
+                and not isinstance(seconds, bool)
+                and 0 < seconds < float("inf")
+            ):
+                raise ConfigurationError(
+                    f"{name} must be a positive number of seconds, got {seconds!r}"
+                )
         if (
             isinstance(max_response_bytes, bool)
             or not isinstance(max_response_bytes, int)
@@ -119,6 +136,7 @@ class OpenAICompatibleGateway(LocalGateway):
         self.model = model
         self.timeout = timeout
         self.deadline = deadline
+        self.attempt_timeout = attempt_timeout
         self._url = self.base_url + "/chat/completions"
         _check_url(without_userinfo(base_url), self._url)
         self._api_key = api_key or None
@@ -162,26 +180,52 @@ class OpenAICompatibleGateway(LocalGateway):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
-    @property
-    def _failures(self) -> ServerFailures:
-        """How this gateway words its failures: its URL, bounds and secrets as they are now."""
-        return ServerFailures(self.base_url, self._secrets, self.deadline, self.max_response_bytes)
+    def _attempt(self, request: ModelRequest) -> _Attempt:
+        """Begin an attempt of the call `request` belongs to, or refuse to: its deadline is
+        spent. A call is the loop's: its first attempt, and its retries of the same request
+        object in the same task (a `ContextVar`, so concurrent runs sharing this gateway, or
+        a run resumed later, each have their own call and deadline)."""
+        now = time.monotonic()
+        call = _CALL.get()
+        if call is None or call.gateway is not self or call.request is not request:
+            call = _Call(self, request, now + self.deadline)
+            _CALL.set(call)
+        left = call.ends - now
+        if left <= 0:  # spent, in the loop's wait before this attempt: none is started
+            self.model_calls -= 1  # counted by `complete`/`stream`, but it reaches no model
+            raise self._failures(call).past_deadline()
+        call.attempts += 1
+        bound = left if self.attempt_timeout is None else min(left, self.attempt_timeout)
+        ends = asyncio.get_running_loop().time() + bound
+        return _Attempt(self._failures(call), ends, whole_call=bound == left)
+
+    def _failures(self, call: _Call) -> ServerFailures:
+        """How this gateway words the failures of `call`'s latest attempt."""
+        return ServerFailures(
+            self.base_url,
+            self._secrets,
+            self.deadline,
+            self.max_response_bytes,
+            self.attempt_timeout,
+            max(call.attempts, 1),
+        )
 
     # ── the two model calls ─────────────────────────────────────────────────────────────────
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         payload = self._payload(request, stream=False)
-        failures = self._failures
+        attempt = self._attempt(request)
+        failures = attempt.failures
         async with self._client() as client:
             try:
                 async with (
-                    asyncio.timeout(self.deadline),
+                    asyncio.timeout_at(attempt.ends),
                     client.stream("POST", self._url, json=payload) as response,
                 ):
                     await failures.refuse(response)
                     body = await read_body(response, self.max_response_bytes, failures.too_large)
             except TimeoutError:
-                raise failures.past_deadline() from None
+                raise failures.out_of_time(whole_call=attempt.whole_call) from None
             except httpx.TimeoutException as exc:
                 raise failures.transport("timed out", exc) from None
             except httpx.ConnectError as exc:
@@ -195,13 +239,16 @@ class OpenAICompatibleGateway(LocalGateway):
             assembly, lines = StreamAssembly(), SseLines(self.max_response_bytes, ERROR_BODY_BYTES)
             async for _ in fragments(once(body), assembly, lines, failures):
                 pass
-            return assembled(assembly, lines, failures)
-        return read_completion(body, failures)
+            answer = assembled(assembly, lines, failures)
+        else:
+            answer = read_completion(body, failures)
+        _CALL.set(None)  # answered: the call is over
+        return answer
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:
         payload = self._payload(request, stream=True)
-        failures = self._failures
-        deadline = asyncio.get_running_loop().time() + self.deadline
+        attempt = self._attempt(request)
+        failures, deadline = attempt.failures, attempt.ends
         # The `async with` and `finally` blocks are what make `aclose()` stop generation
         # upstream: closing this generator unwinds them, which closes the response and its
         # connection, and a server stops generating when its client goes away.
@@ -224,6 +271,7 @@ class OpenAICompatibleGateway(LocalGateway):
                             )
                         if not looks_like_sse(body):  # it ignored "stream": one completion
                             whole = read_completion(body, failures)
+                            _CALL.set(None)  # answered: the call is over
                             if whole.text:
                                 yield whole.text
                             yield whole
@@ -240,10 +288,14 @@ class OpenAICompatibleGateway(LocalGateway):
                 # After a finish_reason the answer is whole: a stall or a drop then loses only
                 # the usage (unmeasured) and [DONE], not an answer paid for.
                 if not assembly.finished:
+                    if isinstance(exc, TimeoutError):
+                        raise failures.out_of_time(whole_call=attempt.whole_call) from None
                     raise failures.stream(exc) from None
             except httpx.DecodingError as exc:
                 raise failures.decoding(response, exc) from None
-        yield assembled(assembly, lines, failures)
+        answer = assembled(assembly, lines, failures)
+        _CALL.set(None)  # answered: the call is over
+        yield answer
 
     # ── the request ─────────────────────────────────────────────────────────────────────────
 
@@ -266,6 +318,31 @@ class OpenAICompatibleGateway(LocalGateway):
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
         return payload
+
+
+@dataclass(eq=False)
+class _Call:
+    """One model call: `request` sent through `gateway`, first as itself and then as the
+    loop's retries, until the `time.monotonic()` it `ends` at (its deadline)."""
+
+    gateway: OpenAICompatibleGateway
+    request: ModelRequest
+    ends: float
+    attempts: int = 0
+
+
+#: The call the current task is making (the loop retries in the task that called).
+_CALL: ContextVar[_Call | None] = ContextVar("synaptum_lite_http_call", default=None)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt of a call: how its failures are worded, the event loop's time it `ends`
+    at, and whether that is the call's deadline (`whole_call`) or its `attempt_timeout`."""
+
+    failures: ServerFailures
+    ends: float
+    whole_call: bool
 
 
 def _check_url(base_url: str, url: str) -> None:

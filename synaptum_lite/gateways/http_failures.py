@@ -5,7 +5,8 @@
     timeout, connection refused or dropped (also mid-stream)  retryable
     (a stream that stalls or drops after its finish_reason     kept: the answer is whole,
     is not a failure)                                          only the usage is unmeasured
-    the call's total deadline passed (a trickling server)      retryable
+    an attempt outlived its `attempt_timeout`                  retryable
+    the call's deadline, across its attempts, is spent          not retryable: no time is left
     429, 408, 5xx                                              retryable, `Retry-After` parsed
     any other 4xx (401, 403, 404, 400 ...)                     not retryable
     a redirect (3xx): never followed, the key stays here       not retryable
@@ -61,16 +62,20 @@ REFUSED = (
 
 @dataclass(frozen=True)
 class ServerFailures:
-    """The `ProviderError` each failure of the model server at `base_url` is.
+    """The `ProviderError` each failure of the model server at `base_url` is, in one attempt
+    of one call.
 
-    `secrets` are the gateway's (`redaction.secret_patterns`); `deadline` and
-    `max_response_bytes` are the bounds its messages name.
+    `secrets` are the gateway's (`redaction.secret_patterns`); `deadline`, `attempt_timeout`
+    and `max_response_bytes` are the bounds its messages name; `attempt` is the attempt's
+    number in its call (1 for the first).
     """
 
     base_url: str
     secrets: tuple[re.Pattern[str], ...]
     deadline: float
     max_response_bytes: int
+    attempt_timeout: float | None = None
+    attempt: int = 1
 
     def redact(self, text: str) -> str:
         """`text` with every secret of the gateway, in any form it can take, redacted.
@@ -133,21 +138,43 @@ class ServerFailures:
         return ProviderError(self.redact(message), retryable=True)
 
     def stream(self, exc: Exception) -> ProviderError:
-        if isinstance(exc, TimeoutError):
-            return self.past_deadline()
         if isinstance(exc, httpx.TimeoutException):
             return self.transport("timed out while streaming", exc)
         if isinstance(exc, httpx.ConnectError):
             return self.transport("could not be reached", exc)
         return self.transport("dropped the connection while streaming", exc)
 
+    @property
+    def attempts(self) -> str:
+        """`1 attempt`, `2 attempts`: how many this call made, up to this one."""
+        return f"{self.attempt} attempt{'s' if self.attempt != 1 else ''}"
+
+    def out_of_time(self, *, whole_call: bool) -> ProviderError:
+        """The attempt ran out of time: the call's deadline when `whole_call` (not retried:
+        no time is left for another attempt), else its `attempt_timeout` (retried)."""
+        if not whole_call:
+            message = (
+                f"the model server at {self.base_url} did not finish attempt {self.attempt} of "
+                f"the call within its attempt_timeout of {self.attempt_timeout:g} s (a server "
+                "that trickles its answer or only sends keep-alive comments); the loop tries "
+                f"again while the call's deadline of {self.deadline:g} s allows, and once its "
+                "retries are spent, running the agent again with the same run_id resumes the run "
+                "without paying again for what its journal holds"
+            )
+            return ProviderError(self.redact(message), retryable=True)
+        return self.past_deadline()
+
     def past_deadline(self) -> ProviderError:
+        """The call's deadline is spent, over `attempt` attempts: none more is started."""
         message = (
             f"the model server at {self.base_url} did not finish the call within its deadline "
-            f"of {self.deadline:g} s (a server that trickles its answer or only sends keep-alive "
-            "comments); the call can be made again, or given more time with deadline="
+            f"of {self.deadline:g} s, spent over {self.attempts} (a "
+            "server that trickles its answer or only sends keep-alive comments, or failures "
+            "retried until no time was left), so the loop does not retry it: give the call more "
+            "time with deadline=, or run the agent again with the same run_id (its journal "
+            "keeps what was paid for)"
         )
-        return ProviderError(self.redact(message), retryable=True)
+        return ProviderError(self.redact(message), retryable=False)
 
     def unfinished_stream(self) -> ProviderError:
         return ProviderError(

@@ -240,6 +240,42 @@ async def stream_keep_alive_forever(ex: Exchange) -> None:
         await asyncio.sleep(0.2)
 
 
+async def trickles_forever(ex: Exchange) -> None:
+    """A body promised and never finished: a byte every 0.05 s until the client goes away, so
+    an attempt ends only when the client's own bound ends it, however fast the machine is."""
+    ex._head(200, {"Content-Type": "application/json", "Content-Length": "1000000000"})
+    while not ex.disconnected.is_set():
+        ex.writer.write(b" ")
+        await ex.writer.drain()
+        await asyncio.sleep(0.05)
+
+
+async def stream_keep_alive_until_gone(ex: Exchange) -> None:
+    """An SSE stream of keep-alive comments that ends only when the client goes away."""
+    await ex.start_sse()
+    while not ex.disconnected.is_set():
+        payload = b": keep-alive\n\n"
+        ex.writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        await ex.writer.drain()
+        await asyncio.sleep(0.05)
+
+
+async def fails_then_trickles_forever(ex: Exchange) -> None:
+    """500 at once; every later attempt trickles forever."""
+    if ex.number == 1:
+        await server_error(ex)
+    else:
+        await trickles_forever(ex)
+
+
+async def fails_then_keeps_alive_forever(ex: Exchange) -> None:
+    """500 at once; every later attempt is an SSE stream of keep-alive comments, forever."""
+    if ex.number == 1:
+        await server_error(ex)
+    else:
+        await stream_keep_alive_until_gone(ex)
+
+
 SCENARIOS = {
     name: function
     for name, function in globals().items()

@@ -537,7 +537,7 @@ def test_a_key_echoed_in_a_response_header_shows_in_no_debug_log_line(
     [("trickles", False), ("stream_keep_alive_forever", True)],
     ids=["a-body-one-byte-at-a-time", "sse-keep-alive-comments"],
 )
-def test_a_call_that_outlives_its_deadline_is_a_retryable_provider_error(
+def test_a_call_that_outlives_its_deadline_is_a_provider_error_the_loop_does_not_retry(
     server: FaultServer, scenario: str, streaming: bool
 ) -> None:
     model = gateway(server, scenario, timeout=5.0, deadline=1.0)
@@ -551,13 +551,130 @@ def test_a_call_that_outlives_its_deadline_is_a_retryable_provider_error(
         asyncio.run(call())
 
     error = caught.value
-    assert error.retryable and error.status is None
-    assert "did not finish the call within its deadline of 1 s" in str(error)
+    assert not error.retryable and error.status is None
+    assert "did not finish the call within its deadline of 1 s, spent over 1 attempt " in str(error)
+    assert "give the call more time with deadline=" in str(error)
     exchange = server.last(scenario)
     assert server.wait_disconnected(exchange, timeout=5)  # and the connection was closed
 
 
+def run_until_it_fails(
+    model: OpenAICompatibleGateway,
+    tmp_path: Path,
+    *,
+    streaming: bool,
+    attempts: int = 4,
+    sleep: Any = None,
+) -> ProviderError:
+    """Run the cashier through the real loop (`attempts` at most, waits not slept unless
+    `sleep` says so) until the model call fails for good; the error it fails with."""
+    agent = Agent("cajero", model="modelo-x", instructions="Cajero.", tools=[consultar_saldo])
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    session = Session(
+        "run-1",
+        model,
+        SqliteCheckpointer(tmp_path / "runs.db"),
+        retry=RetryPolicy(max_attempts=attempts),
+        sleep=sleep or no_wait,
+    )
+
+    async def drive() -> None:
+        steps = agent.stream if streaming else agent.run
+        async for _ in steps("¿Saldo de ES91?", session=session):
+            pass
+
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(drive())
+    return caught.value
+
+
+STREAMS = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+
+
+@STREAMS
+def test_the_deadline_is_the_whole_call_so_a_server_that_never_finishes_is_asked_once(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    # Each attempt ends only by the deadline (the server never finishes, however fast the
+    # machine is), so no time is left for a second: one request, where the loop allows four.
+    scenario = "stream_keep_alive_until_gone" if streaming else "trickles_forever"
+    name = f"{scenario}_{tmp_path.name}"
+    server.scenarios[name] = server.scenarios[scenario]
+
+    error = run_until_it_fails(gateway(server, name, deadline=0.5), tmp_path, streaming=streaming)
+
+    assert requests_to(server, name) == 1  # before: 4, each with a deadline of its own
+    assert not error.retryable
+    assert "within its deadline of 0.5 s, spent over 1 attempt " in str(error)
+
+
+@STREAMS
+def test_a_retry_has_only_what_is_left_of_the_calls_deadline(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    # The first attempt fails at once (500), the second never finishes: it ends at the call's
+    # deadline, and no third starts.
+    scenario = "fails_then_keeps_alive_forever" if streaming else "fails_then_trickles_forever"
+    name = f"{scenario}_{tmp_path.name}"
+    server.scenarios[name] = server.scenarios[scenario]
+
+    error = run_until_it_fails(gateway(server, name, deadline=3.0), tmp_path, streaming=streaming)
+
+    assert requests_to(server, name) == 2  # before: 4
+    assert not error.retryable
+    assert "within its deadline of 3 s, spent over 2 attempts " in str(error)
+
+
+@STREAMS
+def test_no_attempt_starts_once_the_loops_wait_has_spent_the_deadline(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    # The server asks to wait (429, then 500, then it answers); the loop's wait is longer
+    # than the whole deadline, so the second attempt is never sent.
+    name = f"flaky_{tmp_path.name}"
+    server.scenarios[name] = server.scenarios["flaky"]
+    waited: list[float] = []
+
+    async def past_the_deadline(seconds: float) -> None:
+        waited.append(seconds)
+        await asyncio.sleep(1.5)  # at least this long: the 1 s deadline has passed
+
+    model = gateway(server, name, deadline=1.0)
+    error = run_until_it_fails(model, tmp_path, streaming=streaming, sleep=past_the_deadline)
+
+    assert requests_to(server, name) == 1 and waited == [3.0]  # before: 3 requests, answered
+    assert model.model_calls == 1  # the attempt refused was never sent, nor counted
+    assert not error.retryable
+    assert "within its deadline of 1 s, spent over 1 attempt " in str(error)
+
+
+@STREAMS
+def test_an_attempt_that_outlives_its_attempt_timeout_is_retried_within_the_deadline(
+    server: FaultServer, tmp_path: Path, streaming: bool
+) -> None:
+    scenario = "stream_keep_alive_until_gone" if streaming else "trickles_forever"
+    name = f"{scenario}_{tmp_path.name}"
+    server.scenarios[name] = server.scenarios[scenario]
+    model = gateway(server, name, attempt_timeout=0.3)  # and the default deadline, 600 s
+
+    error = run_until_it_fails(model, tmp_path, streaming=streaming, attempts=3)
+
+    assert requests_to(server, name) == 3  # every attempt the loop allows
+    assert error.retryable  # the loop's attempts were spent, not the deadline
+    assert "did not finish attempt 3 of the call within its attempt_timeout of 0.3 s" in str(error)
+
+
+def requests_to(server: FaultServer, scenario: str) -> int:
+    return sum(1 for r in server.requests if r.scenario == scenario)
+
+
 def test_the_deadline_has_a_documented_default_and_must_be_positive() -> None:
-    assert OpenAICompatibleGateway("http://127.0.0.1:9/v1").deadline == DEADLINE == 600.0
-    with pytest.raises(ConfigurationError, match="deadline must be a positive number"):
-        OpenAICompatibleGateway("http://127.0.0.1:9/v1", deadline=0)
+    model = OpenAICompatibleGateway("http://127.0.0.1:9/v1")
+    assert model.deadline == DEADLINE == 600.0 and model.attempt_timeout is None
+    for name in ("deadline", "attempt_timeout"):
+        for bad in (0, -1, float("nan"), float("inf"), True, "5"):
+            with pytest.raises(ConfigurationError, match=f"{name} must be a positive number"):
+                OpenAICompatibleGateway("http://127.0.0.1:9/v1", **{name: bad})
