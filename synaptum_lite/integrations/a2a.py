@@ -16,9 +16,12 @@ exchange as two tool steps:
 
 A resumed sub-run never sends its message twice: with the task id journaled it asks for the
 task (`GetTask`); with a send attempted and no id journaled (the process died while sending)
-it asks for the tasks of its context (`ListTasks`, the context id is the sub-run id) and
-re-attaches to the one it finds, sending only if the server has none. A server that cannot
-answer that question leaves the send uncertain (`UncertainEffect`), for a person to resolve.
+it looks for the task holding its message id (`ListTasks` with the tasks' history: in its
+context, the sub-run id, and then, since a server may keep a context of its own, among every
+task the server lists) and re-attaches to the one it finds, sending only if the server has
+none. A server that cannot answer that question (it cannot list tasks, or lists some that
+show neither our context nor which message created them) leaves the send uncertain
+(`UncertainEffect`), for a person to resolve.
 A task that does not end within `max_wait` leaves GetTask attempted (`RemoteTaskTimeout`):
 the next pass waits for the same task.
 
@@ -49,13 +52,13 @@ from ..errors import (
     UncertainEffect,
 )
 from ..events import FinalStep, Phase, Step, ToolStep
-from ..gateways.redaction import without_userinfo
+from ..gateways.redaction import redact, without_userinfo
 from ..journal import Journal, StepHistory
 from ..messages import ToolCall, ToolResult, Usage
 from ..session import Session
 from ..tools import Risk
 from . import a2a_wire as wire
-from .a2a_answers import bounded, decode, excerpt
+from .a2a_answers import bounded, credentials, decode, excerpt, url_problem
 from .a2a_wire import RemoteTaskTimeout
 
 __all__ = [
@@ -87,26 +90,23 @@ async def remote_agent(
     pass waits for the same task, sending nothing); `poll_interval` is the first pause between
     two polls, which grows to one second; `timeout` bounds each HTTP request. A card whose
     JSON-RPC interface lives on another origin than the card is refused unless that origin is
-    in `allow_origins`. Raises `RemoteUnavailable` when the card cannot be fetched and
-    `RemoteProtocolError` when it is not an A2A 1.x card with a JSON-RPC interface.
+    in `allow_origins`. A `user:password@` in `url` is sent as Basic auth, never in a URL, and
+    redacted from every message and log line. Raises `ConfigurationError` when `url` is not an
+    http(s) URL a request can be sent to, `RemoteUnavailable` when the card cannot be fetched
+    and `RemoteProtocolError` when it is not an A2A 1.x card with a JSON-RPC interface.
     """
     httpx = wire.httpx_module()
-    card_url = url.rstrip("/") + wire.CARD_PATH
-    shown = without_userinfo(card_url)  # a password in the URL is never printed
     label = name or "remote agent"
+    shown, auth, secrets = _card_url(label, url, httpx)
     timeout = _seconds(label, "timeout", timeout, "bounds each HTTP request")
-    async with httpx.AsyncClient(timeout=timeout) as http:
+    async with httpx.AsyncClient(timeout=timeout, auth=auth) as http:
         try:
-            status, headers, body = await wire.read(http, "GET", card_url, timeout)
-        except httpx.InvalidURL as exc:
-            raise ConfigurationError(
-                f"remote agent {label!r}: {without_userinfo(url)!r} is not a URL httpx can use "
-                f"(InvalidURL: {exc}); nothing was fetched or sent. Give the server's base URL, "
-                "such as http://127.0.0.1:8000"
-            ) from None
+            status, headers, body = await wire.read(http, "GET", shown, timeout)
         except (httpx.TransportError, TimeoutError) as exc:
             why = (
-                f"{type(exc).__name__}: {exc}" if str(exc) else f"nothing in timeout={timeout:g} s"
+                f"{type(exc).__name__}: {redact(str(exc), secrets)}"
+                if str(exc)
+                else f"nothing in timeout={timeout:g} s"
             )
             raise RemoteUnavailable(
                 label,
@@ -117,10 +117,12 @@ async def remote_agent(
         except ValueError as exc:
             raise RemoteProtocolError(label, shown, f"its card is {exc}") from None
     if 300 <= status < 400:
+        location = headers.get("location")
+        location = redact(without_userinfo(location), secrets) if location else location
         raise RemoteProtocolError(
             label,
             shown,
-            f"its card answered HTTP {status}, a redirect to {headers.get('location')!r}, "
+            f"its card answered HTTP {status}, a redirect to {location!r}, "
             "which is not followed; nothing was sent",
             then=". If you trust where it points, call remote_agent with that URL",
         )
@@ -131,15 +133,15 @@ async def remote_agent(
             f"its card answered HTTP {status}",
             then="; nothing was sent. Check the URL: the card lives at " + wire.CARD_PATH,
         )
-    card, why = decode(body)
+    card, why = decode(body, secrets)
     if not isinstance(card, dict):
         why = f" ({why})" if why else ""
         raise RemoteProtocolError(
-            label, shown, f"its card is not a JSON object{why}: {excerpt(body)}"
+            label, shown, f"its card is not a JSON object{why}: {excerpt(body, secrets=secrets)}"
         )
     return RemoteAgent(
         card,
-        card_url=card_url,
+        card_url=url.rstrip("/") + wire.CARD_PATH,  # its user:password, for the interface
         risk=risk,
         name=name,
         poll_interval=poll_interval,
@@ -188,17 +190,20 @@ class RemoteAgent:
                 f"Risk.HARD_WRITE or Risk.DESTRUCTIVE), got {risk!r}. An agent card declares "
                 "skills, not risk: say what this agent may do, as for a tool"
             )
-        shown = without_userinfo(card_url)  # a password in the URL is never printed
+        shown, _, card_secrets = credentials(card_url)  # a password is never printed
         missing = [f for f in ("name", "description", "supportedInterfaces") if not card.get(f)]
         if missing:
             raise RemoteProtocolError(
                 label, shown, f"its card lacks {', '.join(missing)}, which A2A requires"
             )
-        self.endpoint, self.tenant = wire.jsonrpc_interface(
+        endpoint, self.tenant = wire.jsonrpc_interface(
             label, card_url, card["supportedInterfaces"], frozenset(allow_origins)
         )
-        #: Where requests go, as printed and journaled: without a `user:password@`.
-        self.url = without_userinfo(self.endpoint)
+        #: Where requests go, as printed and journaled: without a `user:password@`, which is
+        #: sent apart, as Basic auth (`_auth`), and redacted with `secrets`.
+        self.endpoint, self._auth, secrets = credentials(endpoint)
+        self.secrets = tuple(dict.fromkeys((*card_secrets, *secrets)))
+        self.url = self.endpoint
         skills = card.get("skills") or []
         if not isinstance(skills, list):
             raise RemoteProtocolError(
@@ -265,7 +270,7 @@ class RemoteAgent:
             if closed is not None:
                 yield closed.as_replayed()
                 return
-            async with httpx.AsyncClient(timeout=self.timeout) as http:
+            async with httpx.AsyncClient(timeout=self.timeout, auth=self._auth) as http:
                 rpc = wire.Rpc(self, http, session.run_id)
                 # ── SendMessage: check the journal → send (or find what was sent) → record
                 send_id, history = journal.next_step("tool")
@@ -333,8 +338,8 @@ class RemoteAgent:
         """The SendMessage attempt to make, and the task a previous attempt already created.
 
         With no attempt journaled: a new one, nothing found. With an attempt and no result (the
-        process died while sending): the server is asked for the tasks of this context; the
-        one it holds is the answer to that send, and nothing is sent again.
+        process died while sending): the server is asked for the task holding this message
+        (`Rpc.find`); the one it holds is the answer to that send, and nothing is sent again.
         """
         message_id = f"{session.run_id}/{send_id}"
         call = ToolCall(
@@ -351,8 +356,33 @@ class RemoteAgent:
         if history.retry_allowed:  # a person said the message never arrived: send it again
             return retry, None
         rpc.step_id = send_id
-        found = await rpc.find(session.run_id, previous.call)
+        found = await rpc.find(message_id, previous.call)
         return (previous if found is not None else retry), found
+
+
+def _card_url(
+    label: str, url: Any, httpx: Any
+) -> tuple[str, tuple[str, str] | None, tuple[re.Pattern[str], ...]]:
+    """The card's URL without a password, the `user:password` to send apart, and what redacts
+    it; a ConfigurationError, before anything is fetched, for a URL no request can go to."""
+    if not isinstance(url, str):
+        raise ConfigurationError(
+            f"remote agent {label!r}: url must be a str, the server's base URL such as "
+            f"http://127.0.0.1:8000, got {type(url).__name__}"
+        )
+    shown, auth, secrets = credentials(url.rstrip("/") + wire.CARD_PATH)
+    wrong = url_problem(shown, httpx)
+    if not wrong and (httpx.URL(shown).query or httpx.URL(shown).fragment):
+        wrong = "it has a ?query or #fragment, which the card's path would not end"
+    if wrong:
+        # a URL without a scheme keeps its user:password@ from without_userinfo: cut it here
+        printable = without_userinfo(url) if "://" in url else url.rsplit("@", 1)[-1]
+        raise ConfigurationError(
+            f"remote agent {label!r}: {printable!r} is not a URL httpx can use "
+            f"({redact(wrong, secrets)}); nothing was fetched or sent. Give the server's base "
+            "URL, such as http://127.0.0.1:8000"
+        )
+    return shown, auth, secrets
 
 
 def _accepted(sent: ToolStep) -> dict[str, Any]:

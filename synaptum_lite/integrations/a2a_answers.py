@@ -4,16 +4,27 @@ a `Retry-After` header, and a value of the server's quoted in a message. Nothing
 check returns what is wrong, and `a2a_wire` turns that into a `RemoteProtocolError` naming the
 method.
 
-A value of the server's in a message is cut to about 80 characters. A lone surrogate in an
-answer's text (JSON can escape one; no journal can keep it) becomes U+FFFD; in a task id, it is
-a RemoteProtocolError.
+A value of the server's in a message is cut to about 80 characters, after the secrets a server
+may echo (the password of the URL, its Basic form) are redacted from every string of the
+answer. A lone surrogate in an answer's text (JSON can escape one; no journal can keep it)
+becomes U+FFFD; in a task id, it is a RemoteProtocolError.
+
+Which task a send created is read here too (`whose`): A2A 1.0 has no call that finds a task by
+the id of the message that created it, so the client lists tasks and reads their history. And
+what the client gives before anything is sent: a URL checked (`url_problem`), and its
+`user:password@` taken apart, to be sent as Basic auth and redacted (`credentials`).
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from typing import Any
+import re
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any, Literal
 
+from ..gateways.redaction import RedactSecrets, redact, secret_patterns, userinfo, without_userinfo
 from ..messages import ToolResult, lone_surrogate, without_surrogates
 
 TERMINAL_STATES = frozenset(
@@ -22,16 +33,24 @@ TERMINAL_STATES = frozenset(
 #: States in which the task waits for the client (the lite client answers no questions).
 INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
 STATES = TERMINAL_STATES | INTERRUPTED_STATES | {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+#: A credential a server may echo from a header (`Authorization: Basic …`, `Bearer …`), whoever
+#: it belongs to: redacted from every answer, message and log line. A token holds a digit or a
+#: sign, so that prose («Basic authentication») is left alone.
+ECHOED_CREDENTIAL = re.compile(
+    r"(?i)\b(?:basic|bearer)\s+(?=[A-Za-z0-9._~+/-]*[0-9._~+/=-])[A-Za-z0-9._~+/-]{8,}=*"
+)
 
 
-def decode(body: bytes) -> tuple[Any, str]:
-    """The JSON value of `body` (UTF-8, strict JSON), or None and why it is not one."""
+def decode(body: bytes, secrets: Iterable[re.Pattern[str]] = ()) -> tuple[Any, str]:
+    """The JSON value of `body` (UTF-8, strict JSON), or None and why it is not one. Every
+    string in it (keys too) has `secrets` redacted, before anything quotes or keeps it."""
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not JSON")
 
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=refuse), ""
+        value = json.loads(body.decode("utf-8"), parse_constant=refuse)
+        return _scrubbed(value, tuple(secrets)), ""
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 (byte {body[exc.start]:#04x} at {exc.start})"
     except RecursionError:
@@ -42,8 +61,10 @@ def decode(body: bytes) -> tuple[Any, str]:
         return None, str(exc)
 
 
-def excerpt(body: bytes | str, limit: int = 80) -> str:
+def excerpt(body: bytes | str, limit: int = 80, secrets: Iterable[re.Pattern[str]] = ()) -> str:
+    """The start of a body in a message, `secrets` redacted before it is cut."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = redact(text, secrets)
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
@@ -126,4 +147,62 @@ def _misshapen(status: dict[str, Any], artifacts: Any) -> str:
         parts = holder.get("parts")
         if parts is not None and not isinstance(parts, list):
             return f"parts that are not a list: {bounded(parts)}"
+    return ""
+
+
+def whose(task: dict[str, Any], context_id: str, message_id: str) -> Literal["ours", "other", "?"]:
+    """Whether a listed task is the one our send of `message_id` in `context_id` created.
+
+    Ours when its history holds the message id. Another's when its history shows a user's
+    message with another id (this client sends one message per task, so a task of ours shows
+    no other). Showing no user's message (no history, or only the newest agent messages),
+    it is ours when it is in our context (only that send used it), and unknown otherwise."""
+    history = task.get("history")
+    messages = [m for m in history if isinstance(m, dict)] if isinstance(history, list) else []
+    if any(m.get("messageId") == message_id for m in messages):
+        return "ours"
+    if any(m.get("role") != "ROLE_AGENT" for m in messages):
+        return "other"
+    return "ours" if task.get("contextId") == context_id else "?"
+
+
+def _scrubbed(value: Any, secrets: tuple[re.Pattern[str], ...]) -> Any:
+    if not secrets or isinstance(value, bool | int | float) or value is None:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [_scrubbed(item, secrets) for item in value]
+    return {redact(k, secrets): _scrubbed(v, secrets) for k, v in value.items()}
+
+
+def credentials(url: str) -> tuple[str, tuple[str, str] | None, tuple[re.Pattern[str], ...]]:
+    """`url` without its `user:password@`, that pair (sent apart, as Basic auth), and the
+    patterns that redact it (the password raw, URL-quoted and in its Basic form), with
+    `ECHOED_CREDENTIAL`. The log records of httpx and httpcore pass through them."""
+    auth, secrets = userinfo(url), []
+    if auth is not None:
+        basic = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        secrets = [auth[1], urllib.parse.quote(auth[1], safe=""), basic]
+    patterns = (*secret_patterns(secrets), ECHOED_CREDENTIAL)
+    RedactSecrets.install(patterns)
+    return without_userinfo(url), auth, patterns
+
+
+def url_problem(url: str, httpx: Any) -> str:
+    """What makes `url` (without a password) one no request can be sent to; empty if nothing.
+
+    Unchecked, httpx refuses a port out of range only when connecting, as a raw ExceptionGroup
+    (an OverflowError inside), and an empty host like a dropped connection."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        return f"InvalidURL: {exc}"
+    if parsed.scheme not in ("http", "https"):
+        scheme = f"its scheme is {parsed.scheme!r}" if "://" in url else "it has no scheme"
+        return f"{scheme}: it must start with http:// or https://"
+    if not parsed.host:
+        return "it names no host"
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        return f"port {parsed.port} is not between 1 and 65535"
     return ""

@@ -14,6 +14,12 @@ What a hostile or broken server meets here, each a `RemoteAgentError` naming the
     another task than the one asked for, or the answer to another request     RemoteProtocolError
     a task in no A2A state, or whose message, artifacts or parts are not one  RemoteProtocolError
     ListTasks pages that loop (read page after page, up to `MAX_LIST_PAGES`)  RemoteProtocolError
+    tasks whose history cannot say whether one holds the message sent         UncertainEffect
+
+A `user:password@` in a URL never reaches httpx: `a2a_answers.credentials` takes it out to be
+sent as Basic auth; every answer, every message built here and every log line of httpx and
+httpcore has the password, its Basic form and any `Basic`/`Bearer` credential a server echoes
+redacted (`gateways.redaction`), before anything is cut.
 
 How a body, a task and a message's text are read and checked (a task's states and shape, a
 lone surrogate, a value of the server's cut in a message) are in `a2a_answers`, whose
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
@@ -38,7 +45,7 @@ from ..errors import (
     RemoteUnavailable,
     UncertainEffect,
 )
-from ..gateways.redaction import without_userinfo
+from ..gateways.redaction import redact, without_userinfo
 from ..messages import ToolCall, ToolResult
 from .a2a_answers import (
     INTERRUPTED_STATES,
@@ -50,6 +57,8 @@ from .a2a_answers import (
     task_problem,
     task_result,
     text_of,
+    url_problem,
+    whose,
 )
 
 
@@ -58,8 +67,9 @@ class Remote(Protocol):
 
     name: str
     url: str  # as printed: without a password
-    endpoint: str
+    endpoint: str  # where requests go: without a password too (it is sent apart)
     tenant: str | None
+    secrets: tuple[re.Pattern[str], ...]  # what is redacted from an answer and a message
     timeout: float
     poll_interval: float
     max_wait: float
@@ -131,9 +141,10 @@ def jsonrpc_interface(
         if binding == "JSONRPC" and version.split(".")[0] == "1" and interface.get("url"):
             url, tenant = str(interface["url"]), interface.get("tenant")
             where, card = urlsplit(url), urlsplit(card_url)
-            if where.scheme not in ("http", "https") or not where.netloc:
+            wrong = url_problem(without_userinfo(url), httpx_module())
+            if wrong:
                 shown_url = without_userinfo(url)
-                problem = f"its JSON-RPC interface URL {shown_url!r} is not an http(s) URL"
+                problem = f"its JSON-RPC interface URL {shown_url!r} cannot be used ({wrong})"
                 raise RemoteProtocolError(label, shown, problem + "; nothing was sent")
             origin = _origin(where)
             if origin != _origin(card) and origin not in allow_origins:
@@ -211,22 +222,53 @@ class Rpc:
             "SendMessage", f"a result with neither task nor message: {bounded(result)}"
         )
 
-    async def find(self, context_id: str, call: ToolCall) -> dict[str, Any] | None:
-        """The task a send in this context already created, or None if there is none."""
+    async def find(self, message_id: str, call: ToolCall) -> dict[str, Any] | None:
+        """The task the send of `message_id` already created, or None if the server has none.
+
+        A2A 1.0 finds no task by a message id: the tasks of this context are listed with their
+        history, then, if none is ours (a server may keep a context of its own instead of
+        ours), every task the server lists. Which is ours is `a2a_answers.whose`. A task that
+        could be ours but does not show it (no history, and another context), or a server that
+        cannot list tasks, leaves the send uncertain: it is never sent on a guess."""
+        context_id, unknown = self.run_id, {}
+        for scope in ({"contextId": context_id}, {}):
+            tasks = await self.list_tasks(scope, call)
+            seen = {t["id"]: (t, whose(t, context_id, message_id)) for t in tasks}
+            mine = [t for t, verdict in seen.values() if verdict == "ours"]
+            if len(mine) > 1:
+                raise self.garbled(
+                    "ListTasks",
+                    f"{len(mine)} tasks holding message {message_id!r}, where one was sent",
+                )
+            if mine:
+                return {
+                    "taskId": mine[0]["id"],
+                    "contextId": mine[0].get("contextId", ""),
+                    "state": mine[0]["status"]["state"],
+                    "found": "ListTasks",
+                }
+            unknown.update({i: t for i, (t, verdict) in seen.items() if verdict == "?"})
+        if unknown:
+            raise self.uncertain(
+                call,
+                f"ListTasks shows {len(unknown)} task(s) of other contexts without the history "
+                f"that would say whether message {message_id!r} created one; nothing was sent "
+                "again",
+            )
+        return None
+
+    async def list_tasks(self, scope: dict[str, Any], call: ToolCall) -> list[dict[str, Any]]:
+        """Every task ListTasks gives in `scope`, page after page, with its whole history (no
+        `historyLength`: A2A's «no limit»), each checked to be a task."""
         tasks: list[Any] = []
         token, seen = "", set()
         while True:  # every page: a server may page, and may not filter by context
-            params: dict[str, Any] = {"contextId": context_id, "historyLength": 0}
-            if token:
-                params["pageToken"] = token
+            params = {**scope, "pageToken": token} if token else dict(scope)
             try:
                 result = await self.call("ListTasks", params)
             except RemoteProtocolError as exc:
                 if exc.code in (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION):
-                    assert self.step_id is not None
-                    raise UncertainEffect(
-                        self.run_id, self.step_id, call.name, call.arguments
-                    ) from exc
+                    raise self.uncertain(call, "the server cannot list its tasks") from exc
                 raise
             page = result.get("tasks")
             if not isinstance(page, list):
@@ -245,21 +287,14 @@ class Rpc:
                 raise self.garbled("ListTasks", problem + f"{len(seen)} pages")
             if len(seen) >= MAX_LIST_PAGES:
                 raise self.garbled("ListTasks", f"more than {MAX_LIST_PAGES} pages of tasks")
-        mine = [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
-        # one task on two pages (pages shift as tasks come and go) is still one task
-        mine = list({t["id"]: t for t in mine if t.get("contextId") == context_id}.values())
-        if not mine:
-            return None
-        if len(mine) > 1:
-            raise self.garbled(
-                "ListTasks", f"{len(mine)} tasks in context {context_id!r}, where one was sent"
-            )
-        return {
-            "taskId": mine[0]["id"],
-            "contextId": context_id,
-            "state": mine[0]["status"]["state"],
-            "found": "ListTasks",
-        }
+        return [self.task(t, "ListTasks") for t in tasks if isinstance(t, dict)]
+
+    def uncertain(self, call: ToolCall, why: str) -> UncertainEffect:
+        """The send of `call` may have arrived and the server cannot say: for a person."""
+        assert self.step_id is not None
+        error = UncertainEffect(self.run_id, self.step_id, call.name, call.arguments)
+        error.add_note(f"remote agent {self.agent.name!r} at {self.agent.url}: {why}")
+        return error
 
     async def wait(self, task_id: str) -> ToolResult:
         """Poll the task until it ends, at most `max_wait` seconds; its answer (an error result
@@ -311,7 +346,7 @@ class Rpc:
                 headers=version,
             )
         except httpx.TransportError as exc:
-            detail = str(exc) or "no detail"
+            detail = redact(str(exc), self.agent.secrets) or "no detail"
             raise self.unavailable(method, f"{type(exc).__name__}: {detail}") from None
         except TimeoutError:
             detail = f"no whole answer in timeout={self.agent.timeout:g} s"
@@ -334,18 +369,21 @@ class Rpc:
                 "user:password in the URL",
             )
         if 300 <= status < 400:
+            location = headers.get("location")
+            if location is not None:
+                location = redact(without_userinfo(location), self.agent.secrets)
             raise self.garbled(
                 method,
-                f"HTTP {status}, a redirect to {headers.get('location')!r}, which this client "
+                f"HTTP {status}, a redirect to {location!r}, which this client "
                 "does not follow (use the URL it points to, if you trust it)",
             )
-        answer, why = decode(raw)
+        answer, why = decode(raw, self.agent.secrets)  # every string, redacted
         if not isinstance(answer, dict) or answer.get("jsonrpc") != "2.0":
             raise self.garbled(
                 method,
                 f"HTTP {status} with a body that is not JSON-RPC"
                 + (f" ({why})" if why else "")
-                + f": {excerpt(raw)}",
+                + f": {excerpt(raw, secrets=self.agent.secrets)}",
             )
         if answer.get("id") != self.calls:  # JSON-RPC: an answer carries its request's id
             raise self.garbled(
@@ -380,7 +418,7 @@ class Rpc:
         if method == "SendMessage":
             then = (
                 "; the attempt is journaled: run the same run_id again, and the server is "
-                "asked for the task of this context before anything is sent"
+                "asked for the task holding this message before anything is sent"
             )
         else:
             then = "; nothing was sent again: fix the server and run the same run_id again"

@@ -7,7 +7,7 @@ It prints `escuchando en http://127.0.0.1:PORT` and serves its card and `/a2a` u
 Each `SendMessage` creates a task in its context (`TASK_STATE_WORKING`); the first `GetTask`
 of it finds it ended, in the way MODE says. `GET /contador` (outside the protocol) says which
 messages it received, how many requests of each method it served, and how many of those
-carried an `Authorization` header.
+carried an `Authorization` header; `GET /suelta` lets a `retenida` task end.
 
 Modes:
 - `estado:STATE` — the task ends in STATE (any text: `TASK_STATE_CANCELED`, `RARO`...), with a
@@ -28,7 +28,16 @@ Modes:
 - `paginas-repetida` — like `paginas`, but the last task (the client's) is on two pages;
 - `paginas-objeto` — like `paginas`, but its page token is a JSON object;
 - `credenciales` — every JSON-RPC request without an Authorization header answers 401;
-- `paginas-bucle` — like `paginas`, but every page points to the same next page.
+- `paginas-bucle` — like `paginas`, but every page points to the same next page;
+- `contexto-propio` — it keeps a context of its own for each task instead of the client's, as
+  A2A allows, and keeps each task's history (the message that created it); ListTasks filters
+  by that context and honours `historyLength`, and lists two tasks of another client. The
+  first SendMessage is received, its task created, and never answered;
+- `contexto-propio-sin-historia` — like `contexto-propio`, but ListTasks shows no history;
+- `eco-autorizacion` — every JSON-RPC request is answered with an error quoting its
+  `Authorization` header (as a careless server's debug message does);
+- `eco-en-respuesta` — the task completes with an answer quoting its `Authorization` header;
+- `retenida` — the task works (`TASK_STATE_WORKING`) until `GET /suelta`, then completes.
 """
 
 from __future__ import annotations
@@ -55,7 +64,9 @@ def card(base: str) -> dict[str, Any]:
         "capabilities": {},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "buscar", "name": "Buscar vuelos", "description": "-", "tags": []}],
+        "skills": [
+            {"id": "buscar-vuelos", "name": "Buscar vuelos", "description": "-", "tags": []}
+        ],
     }
 
 
@@ -67,6 +78,17 @@ class State:
         self.authorized = 0  # requests to /a2a that carried an Authorization header
         self.messages: list[str] = []
         self.tasks: dict[str, dict[str, Any]] = {}
+        self.released = False  # `retenida`: GET /suelta was asked
+        self.echoes: dict[str, str | None] = {}  # `eco-en-respuesta`: each task's Authorization
+        if mode.startswith("contexto-propio"):
+            for n in range(2):  # another client's tasks, each with the message that created it
+                said = {"messageId": f"ajeno-{n}", "role": "ROLE_USER", "parts": [{"text": "?"}]}
+                self.tasks[f"ajena-{n}"] = {
+                    "id": f"ajena-{n}",
+                    "contextId": f"otro-contexto-{n}",
+                    "status": {"state": "TASK_STATE_COMPLETED"},
+                    "history": [said],
+                }
         if mode.startswith("paginas"):
             for n in range(3):
                 self.tasks[f"ajena-{n}"] = {
@@ -93,6 +115,11 @@ class State:
             artifacts = [{"artifactId": "a", "parts": [{"text": "TP\ud800"}]}]
         elif mode == "partes-numero":
             artifacts = [{"artifactId": "a", "parts": 5}]
+        elif mode == "eco-en-respuesta":
+            echoed = f"{ANSWER} (me llegó Authorization: {self.echoes.get(task['id'])})"
+            artifacts = [{"artifactId": "a", "parts": [{"text": echoed}]}]
+        elif mode == "retenida" and not self.released:
+            return task
         return {**task, "status": done, "artifacts": artifacts}
 
 
@@ -117,6 +144,10 @@ class Handler(BaseHTTPRequestHandler):
             if self.state.mode == "habilidades-numero":
                 shown["skills"] = 5
             self.answer(200, shown)
+        elif self.path == "/suelta":
+            with self.state.lock:
+                self.state.released = True
+            self.answer(200, {"suelta": True})
         elif self.path == "/contador":
             with self.state.lock:
                 counted = {"ids": self.state.messages, "peticiones": self.state.requests}
@@ -127,12 +158,17 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         ident, method, params = request["id"], request["method"], request.get("params") or {}
-        state, hang = self.state, False
+        state, hang, refused = self.state, False, None
         if state.mode == "credenciales" and "Authorization" not in self.headers:
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Bearer realm="a2a"')
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if state.mode == "eco-autorizacion" and method != "SendMessage":
+            quoted = f"rechazada: Authorization: {self.headers.get('Authorization')}"
+            error = {"code": -32603, "message": quoted}
+            self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})
             return
         with state.lock:
             state.authorized += "Authorization" in self.headers
@@ -149,10 +185,16 @@ class Handler(BaseHTTPRequestHandler):
                     "contextId": message.get("contextId"),
                     "status": {"state": "TASK_STATE_WORKING"},
                 }
+                if state.mode.startswith("contexto-propio"):
+                    task["contextId"], task["history"] = f"suyo-{task_id}", [message]
                 state.tasks[task_id] = task
+                state.echoes[task_id] = self.headers.get("Authorization")
                 if state.mode == "resultado-enorme":
                     result = {"recibido": "x" * 1_000_000}
-                elif state.mode == "paginas-cuelga" and times == 1:
+                elif state.mode == "eco-autorizacion":  # received, then refused, quoting it
+                    quoted = f"rechazada: Authorization: {self.headers.get('Authorization')}"
+                    refused = {"code": -32603, "message": quoted}
+                elif times == 1 and state.mode.startswith(("paginas-cuelga", "contexto-propio")):
                     hang = True  # received, the task created: it never answers
                 elif state.mode.startswith("paginas") and times == 1:
                     self.answer(503, b"Service Unavailable")  # received, then no answer
@@ -175,6 +217,17 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 task = state.tasks[params["id"]] = state.ended(state.tasks[params["id"]])
                 result = task
+            elif method == "ListTasks" and state.mode.startswith("contexto-propio"):
+                asked, length = params.get("contextId"), params.get("historyLength")
+                shown = [
+                    {k: v for k, v in t.items() if k != "history"}
+                    if length == 0 or state.mode.endswith("sin-historia")
+                    else {**t, "history": t["history"][-length:] if length else t["history"]}
+                    for t in state.tasks.values()
+                    if not asked or t["contextId"] == asked
+                ]
+                result = {"tasks": shown, "nextPageToken": "", "pageSize": 50}
+                result["totalSize"] = len(shown)
             elif method == "ListTasks":
                 every = list(state.tasks.values())  # the context asked for is ignored
                 if state.mode == "paginas-repetida":  # its pages shifted: one task, twice
@@ -194,7 +247,9 @@ class Handler(BaseHTTPRequestHandler):
                 }
         if hang:
             threading.Event().wait()  # for ever: the client is killed while it waits
-        if result is None:
+        if refused is not None:
+            self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": refused})
+        elif result is None:
             error = {"code": -32601, "message": f"no sé {method}"}
             self.answer(200, {"jsonrpc": "2.0", "id": ident, "error": error})
         else:

@@ -6,12 +6,13 @@ result the parent's model reads, and the server receives the message once."""
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import json
+import logging
 import signal
 import subprocess
 import sys
-import urllib.request
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,55 +26,17 @@ from synaptum_lite import (
     Risk,
     Session,
     SqliteCheckpointer,
+    UncertainEffect,
+    load_events,
 )
-from synaptum_lite.integrations.a2a import remote_agent
+from synaptum_lite.integrations.a2a import RemoteAgent, remote_agent
 from synaptum_lite.testing import ScriptedGateway
 
-SERVER = Path(__file__).with_name("ataque_servidor.py")
+ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Recomiendo el TP1947."
 
 
-class Server:
-    """The attacking server as a real process: its URL, what it received; killed at the end."""
-
-    def __init__(self, mode: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), mode], stdout=subprocess.PIPE, text=True
-        )
-        assert self.process.stdout is not None
-        self.url = self.process.stdout.readline().split()[-1]
-
-    def counted(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as answer:
-            return dict(json.load(answer))
-
-    def sent(self) -> int:
-        return len(self.counted()["ids"])
-
-    def requests(self, method: str) -> int:
-        return int(self.counted()["peticiones"].get(method, 0))
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-        assert self.process.stdout is not None
-        self.process.stdout.close()
-
-
-@pytest.fixture
-def serve():
-    started: list[Server] = []
-
-    def start(mode: str) -> Server:
-        started.append(Server(mode))
-        return started[-1]
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-async def drive(tmp: Path, server: Server, run_id: str = "r") -> FinalStep:
+async def drive(tmp: Path, server: Any, run_id: str = "r") -> FinalStep:
     """One pass of the remote agent's own run `run_id`; its final step."""
     remote = await remote_agent(server.url, risk=Risk.READ, name="buscador", poll_interval=0.01)
     session = Session(run_id, ScriptedGateway([]), SqliteCheckpointer(tmp / "runs.db"))
@@ -82,7 +45,7 @@ async def drive(tmp: Path, server: Server, run_id: str = "r") -> FinalStep:
     return steps[-1]
 
 
-def where(server: Server, step: str = "000001-tool") -> str:
+def where(server: Any, step: str = "000001-tool") -> str:
     return f"run 'r', step {step}: remote agent 'buscador' at {server.url}/a2a"
 
 
@@ -280,28 +243,82 @@ async def test_a_password_in_the_url_reaches_the_server_and_no_message_or_journa
     )
 
 
+def kill_inside_the_send(tmp: Path, server: Any, run_id: str = "r") -> None:
+    """A real driver (tests/a2a/ataque_hijo.py) SIGKILLed while SendMessage waits: once its
+    attempt is journaled (the line it prints) and the server received the message."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.a2a.ataque_hijo", server.url, str(tmp / "runs.db"),
+         run_id],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert child.stdout is not None and child.stderr is not None
+    line = child.stdout.readline()
+    assert line.split() == ["000000-tool", "attempted"], line + child.stderr.read()
+    while server.sent() == 0:  # the message arrives after the attempt is journaled
+        assert child.poll() is None, "the driver ended before its message arrived"
+        time.sleep(0.01)
+    child.kill()
+    assert child.wait() == -signal.SIGKILL
+    child.stdout.close()
+    child.stderr.close()
+
+
 async def test_a_driver_killed_inside_the_send_resumes_by_finding_its_task_on_a_later_page(
     tmp_path, serve
 ):
     # a real SIGKILL while SendMessage waits: the server holds the task, the journal only
     # the attempt; the resume pages through ListTasks (three tasks of other contexts first)
     server = serve("paginas-cuelga")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.a2a.ataque_hijo", server.url, str(tmp_path / "runs.db"),
-         "r"],
-        stdout=subprocess.PIPE, text=True, cwd=SERVER.parents[2],
-    )  # fmt: skip
-    assert child.stdout is not None
-    assert child.stdout.readline().split() == ["000000-tool", "attempted"]
-    while server.sent() == 0:  # the message arrives after the attempt is journaled
-        assert child.poll() is None, "the driver ended before its message arrived"
-        await asyncio.sleep(0.01)
-    child.kill()
-    assert child.wait() == -signal.SIGKILL
-    child.stdout.close()
+    kill_inside_the_send(tmp_path, server)
     assert (await drive(tmp_path, server)).output == ANSWER
     assert (server.sent(), server.requests("SendMessage")) == (1, 1)
     assert server.requests("ListTasks") == 4
+
+
+async def test_a_send_to_a_server_that_keeps_its_own_context_is_found_by_its_message_id(
+    tmp_path, serve
+):
+    # before: the resume asked for the tasks of its own context, with no history; the server
+    # had filed the task under a context of its own, so none was found, and the same message
+    # id arrived a second time
+    server = serve("contexto-propio")
+    kill_inside_the_send(tmp_path, server)
+    assert (await drive(tmp_path, server)).output == ANSWER
+    assert server.mensajes() == ["r/000000-tool"]  # exactly once
+    assert server.requests("ListTasks") == 2  # in its context (none), then every task
+    events = await load_events(SqliteCheckpointer(tmp_path / "runs.db"), "r")
+    found = json.loads(events[1].result.content)
+    assert (found["found"], found["contextId"]) == ("ListTasks", f"suyo-{found['taskId']}")
+    assert (await drive(tmp_path, server)).output == ANSWER  # closed: asks nothing more
+    assert (server.sent(), server.requests("ListTasks")) == (1, 2)
+
+
+async def test_a_send_the_server_cannot_place_by_its_history_is_uncertain_and_never_resent(
+    tmp_path, serve
+):
+    # its own contexts, and tasks listed without the history that says which message made
+    # each: the message may have arrived, and nothing says; before, it was sent again
+    server = serve("contexto-propio-sin-historia")
+    kill_inside_the_send(tmp_path, server)
+    for _pass in range(2):
+        with pytest.raises(UncertainEffect) as error:
+            await drive(tmp_path, server)
+    assert (error.value.run_id, error.value.step_id, error.value.tool) == (
+        "r",
+        "000000-tool",
+        "SendMessage",
+    )
+    assert error.value.__notes__ == [
+        f"remote agent 'buscador' at {server.url}/a2a: ListTasks shows 3 task(s) of other "
+        "contexts without the history that would say whether message 'r/000000-tool' created "
+        "one; nothing was sent again"
+    ]
+    assert server.mensajes() == ["r/000000-tool"]
+    # what the error says to do works: the person who checked records the answer
+    session = Session("r", ScriptedGateway([]), SqliteCheckpointer(tmp_path / "runs.db"))
+    await session.record_result("000000-tool", "El TP1947, según el servidor.", by="operadora")
+    assert (await drive(tmp_path, server)).output == "El TP1947, según el servidor."
+    assert server.mensajes() == ["r/000000-tool"]
 
 
 async def test_a_stream_of_events_where_json_was_asked_for_is_a_protocol_error_showing_it(
@@ -356,3 +373,116 @@ async def test_a_server_that_wants_credentials_says_so_and_never_received_the_me
         "in the URL, or use a server that needs no more, then run the same run_id again"
     )
     assert server.sent() == 0
+
+
+PASSWORD = "s3creto-largo"
+BASIC = base64.b64encode(f"ana:{PASSWORD}".encode()).decode()
+
+
+def with_password(server: Any) -> str:
+    return server.url.replace("http://", f"http://ana:{PASSWORD}@")
+
+
+def leaks(*texts: str, folder: Path | None = None) -> list[str]:
+    """Which of the password's forms (raw, Basic) shows in `texts` or in a file of `folder`."""
+    files = [f.read_bytes().decode("utf-8", "replace") for f in folder.iterdir()] if folder else []
+    every = "".join(texts) + "".join(files)
+    return [form for form in (PASSWORD, BASIC) if form in every]
+
+
+async def test_a_server_error_quoting_the_authorization_header_shows_no_password_nor_log(
+    tmp_path, serve, caplog
+):
+    # before: httpx was handed the URL with «ana:s3creto-largo@» (its INFO line printed it),
+    # and the server's error quoting the Authorization header put «Basic <base64 of
+    # ana:s3creto-largo>» in the RemoteProtocolError
+    caplog.set_level(logging.DEBUG)  # httpx's INFO lines and httpcore's DEBUG ones
+    server = serve("eco-autorizacion")
+    remote = await remote_agent(with_password(server), risk=Risk.READ, name="buscador")
+    session = Session("r", ScriptedGateway([]), SqliteCheckpointer(tmp_path / "runs.db"))
+    errors = []
+    for _pass in range(2):
+        with pytest.raises(RemoteProtocolError) as error:
+            _ = [step async for step in remote.run("Busca un vuelo.", session=session)]
+        errors.append(error.value)
+    assert [str(e) for e in errors] == [
+        f"{where(server, '000000-tool')}: SendMessage failed with JSON-RPC error -32603: "
+        "'rechazada: Authorization: Basic [redacted]'; the attempt is journaled: run the same "
+        "run_id again, and the server is asked for the task holding this message before "
+        "anything is sent",
+        f"{where(server, '000000-tool')}: ListTasks failed with JSON-RPC error -32603: "
+        "'rechazada: Authorization: Basic [redacted]'; nothing was sent again: fix the server "
+        "and run the same run_id again",
+    ]
+    assert f"HTTP Request: POST {server.url}/a2a " in caplog.text  # logged, without it
+    assert leaks(caplog.text, *(f"{e}{e!r}" for e in errors), folder=tmp_path) == []
+    assert server.counted()["con_credenciales"] == 1  # sent as a header, apart from the URL
+    assert server.mensajes() == ["r/000000-tool"]
+
+
+async def test_an_answer_quoting_the_authorization_header_is_journaled_redacted(
+    tmp_path, serve, caplog
+):
+    # before: the answer was journaled as the server wrote it, Basic credentials and all
+    caplog.set_level(logging.DEBUG)
+    server = serve("eco-en-respuesta")
+    remote = await remote_agent(with_password(server), risk=Risk.READ, name="buscador")
+    session = Session("r", ScriptedGateway([]), SqliteCheckpointer(tmp_path / "runs.db"))
+    steps = [step async for step in remote.run("Busca un vuelo.", session=session)]
+    assert steps[-1].output == f"{ANSWER} (me llegó Authorization: Basic [redacted])"
+    assert leaks(caplog.text, folder=tmp_path) == []
+    assert server.counted()["con_credenciales"] == 2  # SendMessage and GetTask
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "problem"),
+    [
+        ("http://127.0.0.1:99999", None, "port 99999 is not between 1 and 65535"),
+        (f"http://ana:{PASSWORD}@127.0.0.1:99999", "http://127.0.0.1:99999", "port 99999 is "
+         "not between 1 and 65535"),
+        ("http://127.0.0.1:0", None, "port 0 is not between 1 and 65535"),
+        ("http://127.0.0.1:-1", None, "port -1 is not between 1 and 65535"),
+        ("127.0.0.1:8000", None, "it has no scheme: it must start with http:// or https://"),
+        (f"ana:{PASSWORD}@127.0.0.1:8000", "127.0.0.1:8000", "it has no scheme: it must start "
+         "with http:// or https://"),
+        ("", None, "it has no scheme: it must start with http:// or https://"),
+        ("ftp://127.0.0.1:8000", None, "its scheme is 'ftp': it must start with http:// or "
+         "https://"),
+        ("http://", None, "it names no host"),
+        ("http://:8000", None, "it names no host"),
+        ("http://127.0.0.1:8000/?clave=1", None, "it has a ?query or #fragment, which the "
+         "card's path would not end"),
+    ],
+)  # fmt: skip
+async def test_a_url_no_request_can_go_to_is_a_configuration_error_naming_it(url, shown, problem):
+    # before: port 99999 (or -1) was a raw ExceptionGroup with an OverflowError inside; no
+    # scheme, ftp:// and an empty host were «its card could not be fetched», as if the server
+    # were down; port 0 a ConnectError, and a ?query was sent on as part of the card's path
+    with pytest.raises(ConfigurationError) as error:
+        await remote_agent(url, risk=Risk.READ, name="buscador")
+    assert str(error.value) == (
+        f"remote agent 'buscador': {shown if shown is not None else url!r} is not a URL httpx "
+        f"can use ({problem}); nothing was fetched or sent. Give the server's base URL, such as "
+        "http://127.0.0.1:8000"
+    )
+    assert leaks(str(error.value)) == []
+
+
+def test_a_card_whose_interface_has_a_port_out_of_range_is_refused_before_anything_is_sent():
+    # before: accepted, and the first SendMessage (its attempt journaled) raised a raw
+    # ExceptionGroup, on every pass
+    card = {
+        "name": "Buscador",
+        "description": "Busca vuelos.",
+        "supportedInterfaces": [
+            {"url": "http://127.0.0.1:99999/a2a", "protocolBinding": "JSONRPC",
+             "protocolVersion": "1.0"}
+        ],
+    }  # fmt: skip
+    with pytest.raises(RemoteProtocolError) as error:
+        RemoteAgent(card, card_url="http://127.0.0.1:99999/card", risk=Risk.READ)
+    assert str(error.value) == (
+        "remote agent 'Buscador' at http://127.0.0.1:99999/card: its JSON-RPC interface URL "
+        "'http://127.0.0.1:99999/a2a' cannot be used (port 99999 is not between 1 and 65535); "
+        "nothing was sent"
+    )

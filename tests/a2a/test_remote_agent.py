@@ -47,14 +47,18 @@ def sent_by(server, run_id):
     return sum(1 for m in server.mensajes() if m.startswith(f"{run_id}/"))
 
 
-async def kill_while_waiting(tmp_path, run_id, url):
-    """A child drives the parent; it is SIGKILLed once its sub-run waits on GetTask."""
+async def kill_while_waiting(tmp_path, run_id, server):
+    """A child drives the parent; it is SIGKILLed once its sub-run waits on GetTask.
+
+    `server` holds its task working until the test lets it go (`retenida`), so the child
+    cannot finish before it is seen waiting, however slow the machine: the test waits on
+    events (the journal's GetTask attempt), never on a task's duration."""
     almacen = tmp_path / "runs.db"
-    child = await hijo.lanzar(almacen, run_id, url, tmp_path / "modelo.txt")
+    child = await hijo.lanzar(almacen, run_id, server.url, tmp_path / "modelo.txt")
     waiting = await hijo.esperando(almacen, subrun(run_id), child)
+    assert waiting, (await child.stderr.read()).decode()  # the child is still there
     child.kill()
     await child.wait()
-    assert waiting, (await child.stderr.read()).decode()
     assert child.returncode == -signal.SIGKILL
     return almacen
 
@@ -96,15 +100,18 @@ async def test_remote_usage_the_server_does_not_report_is_unmeasured_not_zero(tm
 
 @pytest.mark.posix_signals
 async def test_a_parent_killed_while_the_remote_task_works_resumes_by_asking_for_the_task(
-    tmp_path, arranca
+    tmp_path, serve
 ):
-    server = arranca(duracion=1.5)
-    almacen = await kill_while_waiting(tmp_path, "esperando", server.url)
+    # before: a task that ended 1.5 s after it was sent, a race with the watcher; on a busy
+    # machine the child finished first and the kill raised ProcessLookupError
+    server = serve("retenida")
+    almacen = await kill_while_waiting(tmp_path, "esperando", server)
     assert sent_by(server, "esperando") == 1
     accepted = (await load_events(hijo.journal(almacen), subrun("esperando")))[1]
     assert server.estado_de(json.loads(accepted.result.content)["taskId"]) == "TASK_STATE_WORKING"
+    server.suelta()  # the remote task may end now
     final = await drive(almacen, "esperando", server.url)
-    assert final.output == ANSWER
+    assert final.output == "Viaje listo. Recomiendo el TP1947."
     assert sent_by(server, "esperando") == 1
     calls = [
         e.call.name
@@ -179,10 +186,10 @@ async def test_a_server_that_is_down_is_a_clear_error_before_anything_is_sent(ar
 
 @pytest.mark.posix_signals
 async def test_a_server_down_while_the_task_works_is_a_clear_error_and_nothing_is_resent(
-    tmp_path, arranca
+    tmp_path, serve
 ):
-    server = arranca(duracion=1.5)
-    almacen = await kill_while_waiting(tmp_path, "caido", server.url)
+    server = serve("retenida")
+    almacen = await kill_while_waiting(tmp_path, "caido", server)
     buscador = await hijo.remoto(server.url)
     assert sent_by(server, "caido") == 1
     server.para()
@@ -205,10 +212,10 @@ async def test_a_server_down_while_the_task_works_is_a_clear_error_and_nothing_i
 
 @pytest.mark.posix_signals
 async def test_a_server_that_lost_the_task_is_a_clear_error_and_the_message_is_not_sent_again(
-    tmp_path, arranca
+    tmp_path, arranca, serve
 ):
-    server = arranca(duracion=1.5)
-    almacen = await kill_while_waiting(tmp_path, "perdida", server.url)
+    server = serve("retenida")  # the same card as notebook 19's server
+    almacen = await kill_while_waiting(tmp_path, "perdida", server)
     task_id = json.loads(
         (await load_events(hijo.journal(almacen), subrun("perdida")))[1].result.content
     )["taskId"]
@@ -259,7 +266,8 @@ async def test_a_send_answered_with_neither_task_nor_message_is_a_clear_error(tm
         f"run 'incompleta/000001-delegate', step 000000-tool: remote agent 'buscador' at "
         f"{server.url}/a2a: SendMessage was answered with a result with neither task nor "
         "message: {'estado': 'recibido'}; the attempt is journaled: run the same run_id "
-        "again, and the server is asked for the task of this context before anything is sent"
+        "again, and the server is asked for the task holding this message before anything is "
+        "sent"
     )
     assert sent_by(server, "incompleta") == 1
 
