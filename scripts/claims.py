@@ -1,12 +1,8 @@
 """Claims: the sentences of a page that say what the runtime does, each tied to an assertion.
 
-A claim carries an id in an HTML comment, invisible on the site and in JupyterLab:
+A claim has an id, and an assertion that runs in the docs check carries the same id:
 
-    - Un run cerrado devuelve su paso final. <!-- afirmacion: 02.run-cerrado -->
-
-and an assertion that runs in the docs check carries the same id:
-
-- in a notebook, `comun.afirma("02.run-cerrado", condition, "mensaje")`, which raises
+- in a notebook, `comun.afirma("02.cerrado", condition, "mensaje")`, which raises
   `AssertionError` naming the id when the condition is false, and otherwise records the id in
   a file of the folder named by `AFIRMACIONES_COMPROBADAS` (one file per process). The check
   sets that variable for the kernels it starts (`recording`) and reads the folder after the
@@ -15,26 +11,47 @@ and an assertion that runs in the docs check carries the same id:
 - in `tests/docs/test_afirmaciones.py`, a function registered with `@afirmacion("id")`, which
   the check runs as a test, for what no notebook shows.
 
+Where a block's id is written:
+
+- in a property notebook, in the metadata of its Markdown cell, never in the Markdown (a
+  learner who opens a cell to edit it sees its words, not the machinery). Each Markdown cell
+  but *Lo que imprime* carries `metadata.synaptum.afirmaciones`, a list aligned to the cell's
+  blocks (its title first, when the cell holds the `# NN · …` heading), one entry per block:
+
+      {"texto": "Un run cerrado devuelve su…", "ids": ["02.cerrado"]}
+      {"texto": "En JupyterLab, desde la raíz…", "no-afirma": "instrucciones para correrlo"}
+
+  `texto` is the block's first words (`opening`), so a reader of the map sees which block an
+  entry is for and the check sees the map out of step with the cell (a block added, removed,
+  or rewritten at its start), naming the notebook, the cell and the block. An id belongs to
+  the blocks whose entries name it, and to no other: the map is the one place that binds
+  them (`id_bindings` lists them). In JupyterLab the map is in the cell's metadata (*Property
+  Inspector*); the failure message gives the entry to write;
+- in the claim pages (`CLAIM_PAGES`, not opened in JupyterLab): an HTML comment at the end of
+  the block, `<!-- afirmacion: id … -->`, or `<!-- no-afirma: the reason -->` when it states
+  nothing about the runtime (a definition, a pointer to another page, a fact about the
+  platform).
+
 What must carry an id, mechanically:
 
-- in a property notebook: every list item of the *Lo que esto enseña* cell; and its id must be
+- in a property notebook: every list item of the *Lo que esto enseña* cell, and its id must be
   checked by that notebook (the id starts with the notebook's number and its `afirma` call is
-  in the notebook's code);
-- in the claim pages (`CLAIM_PAGES`): every block outside code fences and headings, that is
-  every list item, every paragraph, every table body row and every HTML block, carries
-  `<!-- afirmacion: id … -->` or, when it states nothing about the runtime (a definition, a
-  pointer to another page, a fact about the platform), `<!-- no-afirma: the reason -->`.
-  Its ids may be checked by any notebook or by a registered test.
+  in the notebook's code); its title, with one of its own ids; every other block of every
+  Markdown cell (prose between code cells, *Cómo correrlo*, the paragraph under the bullets)
+  except the *Lo que imprime* cell: an id, or a `no-afirma` reason (narration, instructions,
+  how to run);
+- in the claim pages: every block outside code fences and headings, that is every list item,
+  every paragraph, every table body row and every HTML block. Its ids may be checked by any
+  notebook or by a registered test.
 
-- in a property notebook, its title: the id goes on the line right after the `# NN · …`
-  heading (inside the heading it would leak into the page title and the search results; the
-  nav label is the short one `mkdocs.yml` gives), and it is one of the notebook's own ids;
-- in a property notebook, every other block of every Markdown cell (prose between code cells,
-  *Cómo correrlo*, the paragraph under the bullets) except the *Lo que imprime* cell: an id, or
-  `<!-- no-afirma: the reason -->` (narration, instructions, how to run), like a claim page.
+An id written anywhere else in a page is checked the same way. An assertion whose id no page
+carries is stale and fails too.
 
-An id written anywhere else in a page's Markdown is checked the same way. An assertion whose
-id no page carries is stale and fails too.
+The cells that check (`afirma` calls, and the *Lo que se afirma, comprobado* note above them)
+carry the tag `verificacion` (`VERIFICATION_TAG`): mkdocs-jupyter leaves them off the page, and
+`metadata.jupyter.source_hidden` folds them in JupyterLab. The docs check, nbmake and papermill
+run them like any cell. They assert on what the notebook's own cells already ran and print
+nothing (`scripts/pages.py`, `verification_problems`).
 
 Words bound to their assertion: every marked block (a claim or a `no-afirma`) has a
 fingerprint, a short hash of its normalised words, recorded in `LOCK` beside the ids it
@@ -95,25 +112,42 @@ _NOT_A_CLAIM = re.compile(r"<!--\s*no-afirma:\s*(\S[^>]*?)\s*-->")
 _AFIRMA_CALL = re.compile(r"""afirma\(\s*["'](""" + _ID + r""")["']""")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-_TITLE = re.compile(
-    r"^#\s+(?P<title>[^\n]*?)\s*\n(?P<mark><!--\s*afirmacion:[^\n]*-->)[ \t]*$", re.M
-)
+#: Where a notebook cell keeps the map from its blocks to their ids: `metadata[key][name]`.
+MAP_KEY, MAP_NAME = "synaptum", "afirmaciones"
+
+#: The tag of the cells that check claims: off the page, folded in JupyterLab.
+VERIFICATION_TAG = "verificacion"
+
+#: How many of a block's first words its entry of the map quotes (`texto`).
+OPENING_WORDS = 8
 
 
 @dataclass(frozen=True)
 class Block:
-    """A piece of a page that may state something: a list item, a paragraph, a table row."""
+    """A piece of a page that may state something: a list item, a paragraph, a table row.
+
+    On a claim page its ids and its reason are HTML comments in `text`. In a notebook they
+    come from its entry of the cell's map (`given_ids`, `given_reason`), and `mapped_in`
+    names that cell; `text` holds words only."""
 
     page: str  # how failures name the page
     where: str  # e.g. "*Lo que esto enseña*, bullet 3"
     text: str
+    mapped_in: str | None = None  # a notebook block: the cell whose metadata maps it
+    given_ids: tuple[str, ...] = ()
+    given_reason: str | None = None
+    position: int = 0  # a notebook block: its entry's number in the cell's map, from 1
 
     @property
     def ids(self) -> list[str]:
+        if self.mapped_in is not None:
+            return list(self.given_ids)
         return [i for match in _CLAIM.finditer(self.text) for i in match.group(1).split()]
 
     @property
     def excused(self) -> bool:
+        if self.mapped_in is not None:
+            return self.given_reason is not None
         return bool(_NOT_A_CLAIM.search(self.text))
 
     def quote(self, width: int = 90) -> str:
@@ -141,6 +175,29 @@ class Block:
     def file(self) -> str:
         """The file the block is in, as the repository names it (for the lock)."""
         return self.page.split(" (page «")[0]
+
+    @property
+    def opening(self) -> str:
+        """Its first words, as its entry of a notebook cell's map quotes them (`texto`)."""
+        return opening(self.words)
+
+
+def opening(words: str) -> str:
+    """The first `OPENING_WORDS` words of normalised `words`, with "…" when there are more."""
+    split = words.split()
+    return " ".join(split[:OPENING_WORDS]) + ("…" if len(split) > OPENING_WORDS else "")
+
+
+def entry_for(block: Block, *, ids: list[str] | None = None, reason: str | None = None) -> str:
+    """The entry of a cell's map for `block`, as JSON, to paste into the cell's metadata."""
+    import json
+
+    entry: dict[str, Any] = {"texto": block.opening}
+    if reason is not None:
+        entry["no-afirma"] = reason
+    else:
+        entry["ids"] = ids or [f"{block.file.split('/')[-1][:2]}.id"]
+    return json.dumps(entry, ensure_ascii=False)
 
 
 # ── Reading pages ────────────────────────────────────────────────────────────
@@ -209,66 +266,205 @@ def blocks(markdown: str) -> list[tuple[str, str]]:
     return found
 
 
-def notebook_claim_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
-    """The list items of a property notebook's *Lo que esto enseña* cell."""
+_H1 = re.compile(r"^#\s+(.*?)\s*$")
+
+
+def cell_map(cell: dict[str, Any]) -> list[Any]:
+    """A cell's map from its blocks to their ids (`metadata.synaptum.afirmaciones`), or []."""
+    found = cell.get("metadata", {}).get(MAP_KEY, {}).get(MAP_NAME, [])
+    return found if isinstance(found, list) else []
+
+
+def mapped_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The Markdown cells whose blocks are mapped: every one but *Lo que imprime*."""
+    return [
+        (index, cell)
+        for index, cell in enumerate(notebook["cells"])
+        if cell["cell_type"] == "markdown"
+        and not re.search(rf"^##\s+{BLOCK_HEADING}\s*$", source_of(cell), re.M)
+    ]
+
+
+def cell_blocks(cell: dict[str, Any]) -> list[tuple[str, str]]:
+    """The blocks a Markdown cell's map is aligned to, as (kind, text): its title first
+    ("title", the heading's words) when it holds the `# NN · …` heading, then `blocks`."""
+    text = source_of(cell)
+    found: list[tuple[str, str]] = []
+    fence = None
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if fence is None and (opening_fence := _FENCE.match(line)):
+            fence = opening_fence.group(1)
+        elif fence is not None and stripped.startswith(fence) and set(stripped) == {fence[0]}:
+            fence = None
+        elif fence is None and (heading := _H1.match(line)):
+            found.append(("title", heading.group(1)))
+            break
+    return found + blocks(text)
+
+
+def notebook_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
+    """Every block of a property notebook's mapped cells, each with its entry of the cell's map
+    (by position; `map_problems` says when the map is out of step). Named as failures name
+    them: "its title", "*Lo que esto enseña*, bullet 3", "cell 12 (id "x"), block 2"."""
     notebook = notebook or read_notebook(path)
     page = f"{relative(path)} (page «{title_of(notebook)}»)"
     found = []
-    for cell in notebook["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
-        text = source_of(cell)
-        if not re.search(rf"^##\s+{CLAIMS_HEADING}\s*$", text, re.M):
-            continue
-        items = [body for kind, body in blocks(text) if kind == "item"]
-        found += [
-            Block(page, f"*{CLAIMS_HEADING}*, bullet {n}", body)
-            for n, body in enumerate(items, start=1)
-        ]
+    for index, cell in mapped_cells(notebook):
+        cell_name = f'cell {index} (id "{cell.get("id", "")}")'
+        is_claims = bool(re.search(rf"^##\s+{CLAIMS_HEADING}\s*$", source_of(cell), re.M))
+        entries = cell_map(cell)
+        bullets = prose = 0
+        for position, (kind, body) in enumerate(cell_blocks(cell), start=1):
+            if kind == "title":
+                where = "its title"
+            elif is_claims and kind == "item":
+                bullets += 1
+                where = f"*{CLAIMS_HEADING}*, bullet {bullets}"
+            else:
+                prose += 1
+                where = f"{cell_name}, block {prose}"
+            entry = entries[position - 1] if position <= len(entries) else {}
+            entry = entry if isinstance(entry, dict) else {}
+            ids = entry.get("ids")
+            reason = entry.get("no-afirma")
+            found.append(
+                Block(
+                    page,
+                    where,
+                    body,
+                    mapped_in=cell_name,
+                    given_ids=tuple(i for i in ids if isinstance(i, str))
+                    if isinstance(ids, list)
+                    else (),
+                    given_reason=reason if isinstance(reason, str) and reason.strip() else None,
+                    position=position,
+                )
+            )
     return found
 
 
+def notebook_claim_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
+    """The list items of a property notebook's *Lo que esto enseña* cell."""
+    return [b for b in notebook_blocks(path, notebook) if b.where.startswith(f"*{CLAIMS_HEADING}*")]
+
+
 def notebook_title_block(path: Path, notebook: dict[str, Any] | None = None) -> Block | None:
-    """The notebook's title with the id on the line after it, or None when it has none."""
-    notebook = notebook or read_notebook(path)
-    page = f"{relative(path)} (page «{title_of(notebook)}»)"
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "markdown" and (match := _TITLE.search(source_of(cell))):
-            return Block(page, "its title", f"{match.group('title')} {match.group('mark')}")
-    return None
+    """The notebook's title, with the ids its entry of the map gives it; None if it has none."""
+    return next((b for b in notebook_blocks(path, notebook) if b.where == "its title"), None)
 
 
 def notebook_prose_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
     """Every block of a notebook's Markdown cells but the title, the *Lo que esto enseña*
     bullets (`notebook_claim_blocks`) and the *Lo que imprime* cell, named by cell id."""
-    notebook = notebook or read_notebook(path)
-    page = f"{relative(path)} (page «{title_of(notebook)}»)"
-    found = []
-    for index, cell in enumerate(notebook["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        text = source_of(cell)
-        if re.search(rf"^##\s+{BLOCK_HEADING}\s*$", text, re.M):
-            continue
-        text = _TITLE.sub("", text)  # the title and its id: `notebook_title_block`
-        is_claims = bool(re.search(rf"^##\s+{CLAIMS_HEADING}\s*$", text, re.M))
-        n = 0
-        for kind, body in blocks(text):
-            if is_claims and kind == "item":
-                continue
-            n += 1
-            name = f'cell {index} (id "{cell.get("id", "")}"), block {n}'
-            found.append(Block(page, name, body))
-    return found
+    return [
+        b
+        for b in notebook_blocks(path, notebook)
+        if b.where != "its title" and not b.where.startswith(f"*{CLAIMS_HEADING}*")
+    ]
 
 
 def notebook_marked_blocks(path: Path, notebook: dict[str, Any] | None = None) -> list[Block]:
     """A notebook's title, bullets and prose blocks that carry an id or a `no-afirma`."""
+    return [block for block in notebook_blocks(path, notebook) if block.ids or block.excused]
+
+
+def notebook_ids(notebook: dict[str, Any]) -> list[str]:
+    """Every claim id a notebook's maps give its blocks."""
+    return [
+        claim
+        for _, cell in mapped_cells(notebook)
+        for entry in cell_map(cell)
+        if isinstance(entry, dict) and isinstance(entry.get("ids"), list)
+        for claim in entry["ids"]
+    ]
+
+
+def id_bindings(paths: list[Path] | None = None) -> dict[str, list[Block]]:
+    """id → the notebook blocks its map binds to it: the sentences that id belongs to."""
+    bound: dict[str, list[Block]] = {}
+    for path in property_notebooks() if paths is None else paths:
+        for block in notebook_blocks(path):
+            for claim in block.ids:
+                bound.setdefault(claim, []).append(block)
+    return bound
+
+
+def map_problems(path: Path, notebook: dict[str, Any] | None = None) -> list[str]:
+    """Where a notebook's maps and its Markdown disagree: a block with no entry, an entry for
+    another block (out of step), an entry for no block, an entry that is not an entry, and a
+    claim marker written in the Markdown, where a learner sees it. One line per problem, the
+    first in each cell (after it, every entry is out of step as well)."""
     notebook = notebook or read_notebook(path)
-    title = notebook_title_block(path, notebook)
-    found = ([title] if title else []) + notebook_claim_blocks(path, notebook)
-    found += notebook_prose_blocks(path, notebook)
-    return [block for block in found if block.ids or block.excused]
+    where = relative(path)
+    problems = []
+    for index, cell in enumerate(notebook["cells"]):
+        text = source_of(cell)
+        marker = _CLAIM.search(text) or _NOT_A_CLAIM.search(text)
+        if cell["cell_type"] == "markdown" and marker:
+            problems.append(
+                f'{where}: cell {index} (id "{cell.get("id", "")}") writes the claim marker '
+                f"«{marker.group(0)}» in its Markdown, where a learner sees it; in a notebook "
+                f"a block's ids live in its cell's metadata ({MAP_KEY}.{MAP_NAME})"
+            )
+    found = notebook_blocks(path, notebook)
+    for index, cell in mapped_cells(notebook):
+        cell_name = f'cell {index} (id "{cell.get("id", "")}")'
+        entries = cell_map(cell)
+        mine = [b for b in found if b.mapped_in == cell_name]
+        problem = next((p for b in mine if (p := _entry_problem(b, entries, _its_map(b)))), None)
+        there = f"the map of {cell_name} (metadata {MAP_KEY}.{MAP_NAME})"
+        if problem:
+            problems.append(problem)
+        elif len(entries) > len(mine):
+            extra = entries[len(mine)]
+            texto = extra.get("texto") if isinstance(extra, dict) else extra
+            problems.append(
+                f"{where}: {there} has {len(entries)} entries for {len(mine)} blocks: entry "
+                f"{len(mine) + 1} («{texto}») maps a block the cell does not have; drop it"
+            )
+    return problems
+
+
+def _its_map(block: Block) -> str:
+    """How a failure names the map of `block`'s cell: its cell, unless `where` names it."""
+    if block.where.startswith(f"{block.mapped_in},"):
+        return f"its cell's map (metadata {MAP_KEY}.{MAP_NAME})"
+    return f"the map of {block.mapped_in} (metadata {MAP_KEY}.{MAP_NAME})"
+
+
+def _entry_problem(block: Block, entries: list[Any], there: str) -> str | None:
+    """What is wrong with `block`'s entry of its cell's map, or None."""
+    k = block.position
+    name = f"{block.page}, {block.where}"
+    bullet_or_title = not block.where.startswith("cell")
+    if k > len(entries):
+        other = "" if bullet_or_title else f" (or {entry_for(block, reason='la razón')})"
+        return (
+            f"{name} («{block.quote(60)}») has no entry in {there}: add entry {k}, "
+            f"{entry_for(block)}{other}"
+        )
+    entry = entries[k - 1]
+    if not isinstance(entry, dict) or set(entry) - {"texto", "ids", "no-afirma"}:
+        return f"{name}: entry {k} of {there} is not texto with ids or no-afirma: {entry!r}"
+    ids, reason = entry.get("ids"), entry.get("no-afirma")
+    has_ids = isinstance(ids, list) and bool(ids)
+    has_reason = isinstance(reason, str) and bool(reason.strip())
+    if has_ids == has_reason:
+        gives = "both ids and a no-afirma reason" if has_ids else "neither ids nor a reason"
+        return f"{name}: entry {k} of {there} gives {gives}: {entry!r}; an entry gives one"
+    bad = [i for i in ids or [] if not isinstance(i, str) or not re.fullmatch(_ID, i)]
+    if bad:
+        return f"{name}: entry {k} of {there} has ids that are not ids: {bad} (like 02.cerrado)"
+    if entry.get("texto") != block.opening:
+        own = entry_for(block, ids=ids if has_ids else None, reason=reason if has_reason else None)
+        return (
+            f"{name}: entry {k} of {there} is for a block that begins «{entry.get('texto')}», "
+            f"and this block begins «{block.opening}»: the map is out of step with the cell (a "
+            "block added, removed or rewritten at its start). If this is the block that entry "
+            f"was for, make it {own}; if not, give this block an entry of its own"
+        )
+    return None
 
 
 def marked_blocks() -> list[Block]:
@@ -441,9 +637,14 @@ def unmarked(found: list[Block], *, excuses_allowed: bool) -> list[str]:
     for block in found:
         if block.ids or (excuses_allowed and block.excused):
             continue
-        marker = "<!-- afirmacion: id -->" + (
-            " or <!-- no-afirma: reason -->" if excuses_allowed else ""
-        )
+        if block.mapped_in is not None:
+            marker = f"{entry_for(block)} as entry {block.position} of {_its_map(block)}"
+            if excuses_allowed:
+                marker += f", or {entry_for(block, reason='la razón')}"
+        else:
+            marker = "<!-- afirmacion: id -->" + (
+                " or <!-- no-afirma: reason -->" if excuses_allowed else ""
+            )
         problems.append(
             f"{block.page}, {block.where} states something with no claim id: "
             f"«{block.quote()}». Add {marker}, and an assertion that checks it."

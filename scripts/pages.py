@@ -256,7 +256,9 @@ def _name_hunks(diff: list[str], run: NotebookRun) -> list[str]:
 # ── Storage: notebooks are kept without outputs or volatile metadata ─────────
 
 #: Cell metadata kept on disk; everything else (execution timing, collapsed…) is dropped.
-KEPT_CELL_METADATA = ("tags",)
+#: `jupyter` folds the verification cells in JupyterLab; `synaptum` holds a Markdown cell's map
+#: from its blocks to their claim ids (scripts/claims.py).
+KEPT_CELL_METADATA = ("jupyter", "synaptum", "tags")
 #: Notebook metadata kept on disk; `language_info` changes with the Python that last ran it.
 KEPT_NOTEBOOK_METADATA = ("kernelspec",)
 
@@ -445,11 +447,24 @@ def _outside_fences(markdown: str) -> list[str]:
 # cell, which holds nothing else (the heading and the block). Anything else that could pass
 # for output is refused: a second block or section, a raw cell (its HTML is rendered as is),
 # an attachment (a picture can show any text), raw HTML in Markdown (`<div hidden>` around a
-# block, a `<pre>` imitating an output area), and cell tags other than `parameters` (a tag can
-# make the renderer hide a cell).
+# block, a `<pre>` imitating an output area), and cell tags other than `parameters` and
+# `verificacion` (a tag can make the renderer hide a cell).
+#
+# `verificacion` does hide a cell: mkdocs-jupyter leaves it off the page (mkdocs.yml,
+# remove_cell_tags), and JupyterLab folds it (`metadata.jupyter.source_hidden`). It marks the
+# cells that check claims, and only them (`verification_problems`): a code cell that calls
+# `afirma` and prints nothing, or the Markdown note *Lo que se afirma, comprobado*; no code
+# cell without the tag comes after the first code cell with it, so what the page leaves out
+# cannot change what the page shows.
 
-#: The only cell tag a property notebook uses.
-ALLOWED_TAGS = ("parameters",)
+#: The cell tags a property notebook uses.
+ALLOWED_TAGS = ("parameters", "verificacion")
+
+#: The tag of the cells that check claims (scripts/claims.py), hidden from the page.
+VERIFICATION_TAG = "verificacion"
+
+#: The heading of the Markdown note above the verification cells.
+VERIFICATION_HEADING = "Lo que se afirma, comprobado"
 
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ANY_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
@@ -479,8 +494,9 @@ def page_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
         tags = [t for t in cell.get("metadata", {}).get("tags", []) if t not in ALLOWED_TAGS]
         if tags:
             found.append(
-                f"{where}: {name} has the tag(s) {tags}; the only tag a property notebook uses "
-                f"is {ALLOWED_TAGS[0]!r} (a tag can make the renderer hide a cell)"
+                f"{where}: {name} has the tag(s) {tags}; the only tags a property notebook uses "
+                f"are {ALLOWED_TAGS[0]!r} and {ALLOWED_TAGS[1]!r} (a tag can make the renderer "
+                "hide a cell)"
             )
         if cell["cell_type"] != "markdown":
             continue
@@ -512,7 +528,69 @@ def page_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
         )
     if len(sections) == 1 and len(blocks) == 1:
         found.extend(_block_cell_problems(path, notebook))
+    found.extend(verification_problems(path, notebook))
     found.extend(command_problems(path, notebook))
+    return found
+
+
+_PRINTS = re.compile(r"\b(?:print|display|clear_output)\(|\bsys\.std(?:out|err)\b")
+
+
+def verification_problems(path: Path, notebook: dict[str, Any]) -> list[str]:
+    """The `verificacion` tag on exactly the cells that check claims, each folded; nothing
+    hidden prints or runs before a cell the page shows (see above)."""
+    where = relative(path)
+    found = []
+    first_hidden = None
+    for index, cell in enumerate(notebook["cells"]):
+        name = cell_name(notebook, index)
+        source = source_of(cell)
+        tagged = VERIFICATION_TAG in cell.get("metadata", {}).get("tags", [])
+        folded = cell.get("metadata", {}).get("jupyter", {}).get("source_hidden") is True
+        if cell["cell_type"] == "code":
+            checks = "afirma(" in source
+            if checks and not tagged:
+                found.append(
+                    f"{where}: {name} calls afirma but has no tag {VERIFICATION_TAG!r}; the cells "
+                    "that check claims are off the page and folded in JupyterLab"
+                )
+            if tagged and not checks:
+                found.append(
+                    f"{where}: {name} has the tag {VERIFICATION_TAG!r} and checks no claim (no "
+                    "afirma call); the tag hides a cell from the page, and only for that"
+                )
+            if tagged and _PRINTS.search(source):
+                found.append(
+                    f"{where}: {name} has the tag {VERIFICATION_TAG!r} and prints; what a page "
+                    "prints comes from cells the page shows"
+                )
+            if tagged and first_hidden is None:
+                first_hidden = index
+            if not tagged and first_hidden is not None:
+                found.append(
+                    f"{where}: {name} comes after {cell_name(notebook, first_hidden)}, which has "
+                    f"the tag {VERIFICATION_TAG!r}; a cell the page leaves out runs after every "
+                    "cell it shows, so it cannot change what they print"
+                )
+        elif tagged and not re.match(rf"^#+\s+{re.escape(VERIFICATION_HEADING)}\s*$", source, re.M):
+            found.append(
+                f"{where}: {name} has the tag {VERIFICATION_TAG!r} and is not the note "
+                f"'{VERIFICATION_HEADING}'; the tag hides only the cells that check claims"
+            )
+        if (
+            cell["cell_type"] == "markdown"
+            and not tagged
+            and re.search(rf"^#+\s+{re.escape(VERIFICATION_HEADING)}\s*$", source, re.M)
+        ):
+            found.append(
+                f"{where}: {name}, the note '{VERIFICATION_HEADING}', has no tag "
+                f"{VERIFICATION_TAG!r}"
+            )
+        if tagged and not folded:
+            found.append(
+                f"{where}: {name} has the tag {VERIFICATION_TAG!r} but is not folded in "
+                "JupyterLab: give it metadata jupyter.source_hidden = true"
+            )
     return found
 
 

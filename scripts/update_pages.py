@@ -25,6 +25,7 @@ if __name__ == "__main__":
 from scripts import layout  # noqa: E402
 from scripts.kernel import run_notebooks_sync  # noqa: E402
 from scripts.pages import (  # noqa: E402
+    PROPERTY_NOTEBOOKS,
     PageFormatError,
     dumps,
     expected_output_of,
@@ -37,16 +38,30 @@ from scripts.pages import (  # noqa: E402
 )
 
 
+def _named(path: Path) -> Path:
+    """A notebook given by path, or by name from notebooks/propiedades/ (`02_durabilidad`)."""
+    if not path.exists():
+        by_name = PROPERTY_NOTEBOOKS / path.with_suffix(".ipynb").name
+        if by_name.exists():
+            return by_name
+    return path.resolve()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m scripts.update_pages", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every property notebook")
+    parser.add_argument(
+        "notebooks",
+        nargs="*",
+        type=Path,
+        help="paths or names (02_durabilidad); default: every property notebook",
+    )
     parser.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if a page disagrees"
     )
     options = parser.parse_args(argv)
-    paths = [path.resolve() for path in options.notebooks] or property_notebooks()
+    paths = [_named(path) for path in options.notebooks] or property_notebooks()
 
     failed = 0
     for path, run in zip(paths, run_notebooks_sync(paths), strict=True):

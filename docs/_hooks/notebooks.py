@@ -58,6 +58,7 @@ if str(REPO) not in sys.path:
 
 from scripts.pages import (  # noqa: E402  (the repository root is importable only now)
     EXPECTED_HEADING,
+    VERIFICATION_HEADING,
     PageFormatError,
     expected_block,
     read_notebook,
@@ -203,6 +204,9 @@ def _mend_toc(page: Page, content: str) -> None:
         without_code.setdefault(slugify(html.unescape(plain), "-"), []).append((heading_id, text))
 
     def mend(items: list) -> None:
+        # the note above the verification cells is off the page (mkdocs.yml: remove_cell_tags),
+        # but mkdocs-jupyter builds the contents from every Markdown cell: its entry goes too
+        items[:] = [item for item in items if item.title.strip() != VERIFICATION_HEADING]
         for item in items:
             if item.id not in ids:
                 matches = without_code.get(item.id, [])

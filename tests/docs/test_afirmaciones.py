@@ -21,11 +21,12 @@ from scripts.claims import (
     asserted_ids,
     blocks,
     claim_pages,
+    map_problems,
     marked_blocks,
     marked_ids,
     notebook_claim_blocks,
     notebook_code,
-    notebook_markdown,
+    notebook_ids,
     notebook_marked_blocks,
     notebook_prose_blocks,
     notebook_title_block,
@@ -58,15 +59,21 @@ def test_every_bullet_of_lo_que_esto_ensena_carries_a_claim_id(path: Path) -> No
 
 
 @by_notebook
-def test_every_title_carries_an_id_of_its_own_notebook_on_the_line_after_it(path: Path) -> None:
+def test_every_title_carries_an_id_of_its_own_notebook_in_its_cells_map(path: Path) -> None:
     title = notebook_title_block(path)
-    assert title is not None, (
-        f"{relative(path)}: its title (# NN · …) carries no claim id: write "
-        "<!-- afirmacion: NN.id --> on the line right after the heading (inside the heading it "
-        "would show in the page title and the nav label), with an id this notebook checks"
+    assert title is not None and title.ids, (
+        f"{relative(path)}: its title (# NN · …) carries no claim id: give it one in the first "
+        "entry of its cell's map (metadata synaptum.afirmaciones), an id this notebook checks"
     )
     foreign = [claim for claim in title.ids if not claim.startswith(path.stem[:2] + ".")]
     assert not foreign, f"{relative(path)}: its title's ids {foreign} are not its own"
+
+
+@by_notebook
+def test_every_block_of_a_notebook_is_in_its_cells_map_and_no_marker_is_in_its_markdown(
+    path: Path,
+) -> None:
+    fail(map_problems(path))
 
 
 @by_notebook
@@ -90,13 +97,13 @@ def test_every_claim_of_a_notebook_is_checked_by_its_own_run(path: Path, docs_ch
     problems += [
         f"{relative(path)}: claim {claim}, outside *Lo que esto enseña*, was not checked "
         "during the docs check"
-        for claim in marked_ids(notebook_markdown(notebook))
+        for claim in notebook_ids(notebook)
         if claim not in in_bullets and claim not in docs_check.claims_checked | set(AFIRMACIONES)
     ]
     problems += [
         f'{relative(path)}: claim {claim} is on its page but no afirma("{claim}", …) is in its '
         "code: a notebook's bullets are checked by the notebook itself"
-        for claim in marked_ids(notebook_markdown(notebook))
+        for claim in notebook_ids(notebook)
         if claim.startswith(path.stem[:2] + ".") and claim not in own
     ]
     fail(problems)
@@ -131,9 +138,9 @@ def test_page_claim_holds(claim: str) -> None:
 
 
 def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:
-    on_pages = {
-        claim for path in NOTEBOOKS for claim in marked_ids(notebook_markdown(read_notebook(path)))
-    } | {claim for path in PAGES for claim in marked_ids(path.read_text(encoding="utf-8"))}
+    on_pages = {claim for path in NOTEBOOKS for claim in notebook_ids(read_notebook(path))} | {
+        claim for path in PAGES for claim in marked_ids(path.read_text(encoding="utf-8"))
+    }
     in_code = {
         claim: relative(path)
         for path in NOTEBOOKS
@@ -160,13 +167,17 @@ def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:
 NOTEBOOK_02 = next(path for path in NOTEBOOKS if path.stem == "02_durabilidad")
 
 
-def with_a_new_bullet(bullet: str) -> dict:
-    """Notebook 02 with one more bullet in its *Lo que esto enseña* cell (nothing is written)."""
+def with_a_new_bullet(bullet: str, ids: list[str] | None = None) -> dict:
+    """Notebook 02 with one more bullet in its *Lo que esto enseña* cell, and with `ids` an
+    entry for it in the cell's map (nothing is written)."""
     notebook = read_notebook(NOTEBOOK_02)
     cell = next(c for c in notebook["cells"] if c.get("id") == "lo-que-esto-ensena")
     text = "".join(cell["source"])
     last = text.index("\n\nEl cuaderno entero")
     cell["source"] = text[:last] + "\n" + bullet + text[last:]
+    if ids is not None:
+        entries = cell["metadata"]["synaptum"]["afirmaciones"]
+        entries.insert(4, {"ids": ids, "texto": bullet.removeprefix("- ")})
     return notebook
 
 
@@ -181,14 +192,23 @@ def test_a_new_bullet_without_an_id_fails_naming_the_page_and_the_bullet() -> No
         "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
         "reanudar sin volver a pagar la inferencia»), *Lo que esto enseña*, bullet 5 states "
         "something with no claim id: «Una frase nueva sobre el runtime.». Add "
-        "<!-- afirmacion: id -->, and an assertion that checks it."
+        '{"texto": "Una frase nueva sobre el runtime.", "ids": ["02.id"]} as entry 5 of the map '
+        'of cell 19 (id "lo-que-esto-ensena") (metadata synaptum.afirmaciones), and an assertion '
+        "that checks it."
+    )
+    # and the map, one entry short, names the block it is out of step at
+    assert first(map_problems(NOTEBOOK_02, notebook)).startswith(
+        f"{N02_PAGE}, *Lo que esto enseña*, bullet 5: entry 5 of the map of cell 19 (id "
+        '"lo-que-esto-ensena") (metadata synaptum.afirmaciones) is for a block that begins «El '
+        "cuaderno entero, para descargarlo y tocarlo: "
+        "[`02_durabilidad.ipynb`](02_durabilidad.ipynb).…», and this block begins «Una frase "
+        "nueva sobre el runtime.»: the map is out of step"
     )
 
 
 def test_a_new_bullet_whose_assertion_never_ran_fails_naming_the_page_and_the_bullet() -> None:
-    notebook = with_a_new_bullet(
-        "- Una frase nueva sobre el runtime. <!-- afirmacion: 02.nueva -->"
-    )
+    notebook = with_a_new_bullet("- Una frase nueva sobre el runtime.", ids=["02.nueva"])
+    assert map_problems(NOTEBOOK_02, notebook) == []
     found = notebook_claim_blocks(NOTEBOOK_02, notebook)
     checked = {claim for block in found[:-1] for claim in block.ids}  # all but the new one ran
     how = f'Check it in {NOTEBOOK_02.name} with afirma("<id>", …), in a cell that runs.'
@@ -295,17 +315,99 @@ def test_a_new_prose_paragraph_without_an_id_or_a_reason_fails_naming_the_cell()
     cell["source"] = "".join(cell["source"]) + "\n\nReanudar es gratis."
     [problem] = unmarked(notebook_prose_blocks(NOTEBOOK_02, notebook), excuses_allowed=True)
     assert problem == (
-        "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y "
-        'reanudar sin volver a pagar la inferencia»), cell 12 (id "sobre-la-segunda-vuelta"), '
-        "block 2 states something with no claim id: «Reanudar es gratis.». Add "
-        "<!-- afirmacion: id --> or <!-- no-afirma: reason -->, and an assertion that checks it."
+        f'{N02_PAGE}, cell 12 (id "sobre-la-segunda-vuelta"), block 2 states something with no '
+        'claim id: «Reanudar es gratis.». Add {"texto": "Reanudar es gratis.", "ids": ["02.id"]} '
+        "as entry 2 of its cell's map (metadata synaptum.afirmaciones), or "
+        '{"texto": "Reanudar es gratis.", "no-afirma": "la razón"}, and an assertion that '
+        "checks it."
+    )
+    assert map_problems(NOTEBOOK_02, notebook) == [
+        f'{N02_PAGE}, cell 12 (id "sobre-la-segunda-vuelta"), block 2 («Reanudar es gratis.») has '
+        "no entry in its cell's map (metadata synaptum.afirmaciones): add entry 2, "
+        '{"texto": "Reanudar es gratis.", "ids": ["02.id"]} (or {"texto": "Reanudar es gratis.", '
+        '"no-afirma": "la razón"})'
+    ]
+
+
+N02_PAGE = (
+    "notebooks/propiedades/02_durabilidad.ipynb (page «02 · Matar el proceso a mitad y reanudar "
+    "sin volver a pagar la inferencia»)"
+)
+
+
+def first(problems: list[str]) -> str:
+    assert problems, "the check found nothing"
+    return problems[0]
+
+
+def test_a_paragraph_inserted_in_the_middle_of_a_cell_fails_naming_that_block() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "como-correrlo")
+    text = "".join(cell["source"])
+    at = text.index("En JupyterLab, desde la raíz")
+    cell["source"] = text[:at] + "Correrlo no cuesta nada.\n\n" + text[at:]
+    assert first(map_problems(NOTEBOOK_02, notebook)).startswith(
+        f'{N02_PAGE}, cell 1 (id "como-correrlo"), block 2: entry 2 of its cell\'s map (metadata '
+        "synaptum.afirmaciones) is for a block that begins «En JupyterLab, desde la raíz del "
+        "repositorio, y…», and this block begins «Correrlo no cuesta nada.»: the map is "
+        "out of step with the cell"
     )
 
 
-def test_a_title_whose_id_is_inside_the_heading_has_no_id() -> None:
+def test_an_entry_for_a_block_the_cell_no_longer_has_fails() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "sobre-la-segunda-vuelta")
+    cell["metadata"]["synaptum"]["afirmaciones"].append({"texto": "Nada.", "no-afirma": "x"})
+    assert map_problems(NOTEBOOK_02, notebook) == [
+        'notebooks/propiedades/02_durabilidad.ipynb: the map of cell 12 (id "sobre-la-segunda-'
+        'vuelta") (metadata synaptum.afirmaciones) has 2 entries for 1 blocks: entry 2 («Nada.») '
+        "maps a block the cell does not have; drop it"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ({"texto": "x", "ids": ["02.cerrado"], "no-afirma": "y"}, "gives both ids and a no-afirma"),
+        ({"texto": "x"}, "gives neither ids nor a reason"),
+        ({"texto": "x", "ids": ["cerrado"]}, "has ids that are not ids: ['cerrado']"),
+        ("02.cerrado", "is not texto with ids or no-afirma"),
+    ],
+)
+def test_an_entry_that_is_not_an_entry_fails(entry, says: str) -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    cell = next(c for c in notebook["cells"] if c.get("id") == "sobre-la-segunda-vuelta")
+    cell["metadata"]["synaptum"]["afirmaciones"][0] = entry
+    assert says in first(map_problems(NOTEBOOK_02, notebook))
+
+
+def test_a_claim_marker_written_in_a_notebooks_markdown_fails() -> None:
     notebook = read_notebook(NOTEBOOK_02)
     cell = notebook["cells"][0]
-    text = "".join(cell["source"])
-    cell["source"] = text.replace("inferencia\n<!--", "inferencia <!--", 1)
-    assert cell["source"] != text
-    assert notebook_title_block(NOTEBOOK_02, notebook) is None
+    cell["source"] = "".join(cell["source"]).replace(
+        "inferencia\n", "inferencia\n<!-- afirmacion: 02.no-repaga -->\n", 1
+    )
+    assert first(map_problems(NOTEBOOK_02, notebook)) == (
+        'notebooks/propiedades/02_durabilidad.ipynb: cell 0 (id "titulo") writes the claim marker '
+        "«<!-- afirmacion: 02.no-repaga -->» in its Markdown, where a learner sees it; in a "
+        "notebook a block's ids live in its cell's metadata (synaptum.afirmaciones)"
+    )
+
+
+def test_a_title_whose_entry_gives_no_id_has_none() -> None:
+    notebook = read_notebook(NOTEBOOK_02)
+    entries = notebook["cells"][0]["metadata"]["synaptum"]["afirmaciones"]
+    assert entries[0]["ids"] == ["02.no-repaga"]
+    entries[0] = {"texto": entries[0]["texto"], "no-afirma": "un título"}
+    title = notebook_title_block(NOTEBOOK_02, notebook)
+    assert title is not None and title.ids == [] and title.where == "its title"
+
+
+def test_an_id_belongs_to_the_blocks_whose_entries_name_it() -> None:
+    from scripts.claims import id_bindings
+
+    bound = id_bindings([NOTEBOOK_02])
+    assert [b.where for b in bound["02.cerrado"]] == [
+        'cell 5 (id "sobre-parametros"), block 1',
+        "*Lo que esto enseña*, bullet 3",
+    ]

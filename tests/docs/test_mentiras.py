@@ -154,7 +154,56 @@ def test_mentira_17_a_cell_tag_that_hides_a_cell() -> None:
     notebook["cells"][at]["metadata"]["tags"] = ["remove_cell"]
     assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
         f"{N02}: cell {at} (id \"segunda-vuelta\") has the tag(s) ['remove_cell']; the only "
-        "tag a property notebook uses is 'parameters' (a tag can make the renderer hide a cell)"
+        "tags a property notebook uses are 'parameters' and 'verificacion' (a tag can make the "
+        "renderer hide a cell)"
+    )
+
+
+def test_mentira_17b_the_verification_tag_on_a_cell_that_prints() -> None:
+    # `verificacion` takes a cell off the page: on a cell that prints, the page would show
+    # output whose code it hides (and here, a teaching cell the later cells depend on)
+    notebook = copy_of_02()
+    at = cell_index(notebook, "segunda-vuelta")
+    notebook["cells"][at]["metadata"]["tags"] = ["verificacion"]
+    notebook["cells"][at]["metadata"]["jupyter"] = {"source_hidden": True}
+    assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
+        f"{N02}: cell {at} (id \"segunda-vuelta\") has the tag 'verificacion' and checks no "
+        "claim (no afirma call); the tag hides a cell from the page, and only for that"
+    )
+    notebook["cells"][at]["source"] = (
+        source_of(notebook["cells"][at]) + "\nafirma('02.x', True, '')"
+    )
+    assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
+        f"{N02}: cell {at} (id \"segunda-vuelta\") has the tag 'verificacion' and prints; what "
+        "a page prints comes from cells the page shows"
+    )
+
+
+def test_mentira_17c_a_hidden_check_that_runs_before_a_cell_the_page_shows() -> None:
+    # moved up, the verification cell could set what a shown cell then prints
+    notebook = copy_of_02()
+    check = notebook["cells"].pop(cell_index(notebook, "afirmaciones"))
+    at = cell_index(notebook, "tercera-vuelta")
+    notebook["cells"].insert(at, check)
+    assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
+        f'{N02}: cell {at + 1} (id "tercera-vuelta") comes after cell {at} (id "afirmaciones"), '
+        "which has the tag 'verificacion'; a cell the page leaves out runs after every cell it "
+        "shows, so it cannot change what they print"
+    )
+
+
+def test_mentira_17d_a_check_left_on_the_page_or_unfolded() -> None:
+    notebook = copy_of_02()
+    at = cell_index(notebook, "afirmaciones")
+    del notebook["cells"][at]["metadata"]["jupyter"]
+    assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
+        f"{N02}: cell {at} (id \"afirmaciones\") has the tag 'verificacion' but is not folded in "
+        "JupyterLab: give it metadata jupyter.source_hidden = true"
+    )
+    notebook["cells"][at]["metadata"] = {}
+    assert first_line(page_problems(NOTEBOOK_02, notebook)) == (
+        f"{N02}: cell {at} (id \"afirmaciones\") calls afirma but has no tag 'verificacion'; the "
+        "cells that check claims are off the page and folded in JupyterLab"
     )
 
 

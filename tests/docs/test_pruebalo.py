@@ -33,7 +33,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -43,7 +42,13 @@ from typing import Any
 
 import pytest
 
-from scripts.claims import RECORD_FOLDER_VARIABLE, blocks, read_recorded
+from scripts.claims import (
+    RECORD_FOLDER_VARIABLE,
+    VERIFICATION_TAG,
+    cell_blocks,
+    cell_map,
+    read_recorded,
+)
 from scripts.pages import (
     NOTEBOOKS,
     expected_block,
@@ -394,10 +399,12 @@ def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
 def items(path: Path) -> dict[str, str]:
     """The items of a notebook's *Pruébalo* cell: claim id → the item's words on one line."""
     found = {}
-    for kind, body in blocks(source_of(cell(read(path), PRUEBALO_CELL))):
+    pruebalo = cell(read(path), PRUEBALO_CELL)
+    entries = cell_map(pruebalo)
+    for (kind, body), entry in zip(cell_blocks(pruebalo), entries, strict=True):
         if kind != "item":
             continue
-        (claim,) = re.findall(r"<!--\s*afirmacion:\s*(\S+)\s*-->", body)
+        (claim,) = entry["ids"]
         found[claim] = " ".join(body.split())
     return found
 
@@ -470,8 +477,11 @@ def test_a_notebook_ends_with_pruebalo_and_the_cell_that_checks_it(path: Path) -
     assert after and after[-1].get("id") == CHECK_CELL, (
         f"{path.name} does not end with {CHECK_CELL}"
     )
-    assert all(c["cell_type"] == "code" for c in after), (
-        f"{path.name}: after its Pruébalo come only the cells that run and check the experiments"
+    assert all(
+        c["cell_type"] == "code" or VERIFICATION_TAG in c["metadata"].get("tags", []) for c in after
+    ), (
+        f"{path.name}: after its Pruébalo come only the cells that run and check the experiments "
+        "(and the note over the checks, off the page)"
     )
     heading = source_of(cell(read(path), PRUEBALO_CELL)).splitlines()[0]
     assert heading == "## Pruébalo", f"{path.name}: the Pruébalo cell starts with {heading!r}"
