@@ -59,10 +59,9 @@ _AGAIN = "export the run again from its store (synaptum-lite export STORE RUN) a
 
 
 class RefusedExport(JournalError):
-    """An export the import will not write: a run that does not belong to it, or a digest
-    chain or signature that does not match. `run_id` and `seq` name the first link that does
-    not match (`seq` None: the run's description, or the export as a whole). Nothing was
-    written."""
+    """An export the import will not write (nothing was written): a run that is not its own, a
+    digest chain or a signature that does not match. `run_id` and `seq` name where (`seq` None:
+    a run's description, or the export as a whole)."""
 
     def __init__(self, run_id: str, seq: int | None, detail: str) -> None:
         self.run_id, self.seq, self.detail = run_id, seq, detail
@@ -70,8 +69,7 @@ class RefusedExport(JournalError):
 
 
 class Imported(NamedTuple):
-    """What an import wrote of one run: the events the store now holds of it, and how many of
-    them are new."""
+    """What an import wrote of one run: the events the store now holds of it, how many new."""
 
     run_id: str
     events: int
@@ -341,14 +339,17 @@ def _verify(sections: list[_Section], key: bytes | None) -> None:
             f"were removed from its end or added to it, or the head edited: {_AGAIN}",
         )
     signature = first.get("signature")
-    if key is not None and not isinstance(signature, str):
+    if key is None:
+        return
+    if not isinstance(signature, str):
         raise RefusedExport(
             sections[0].run_id,
             None,
             "the export is not signed, and a key was given: export the run again with the key "
             "(synaptum-lite export STORE RUN --key-file KEY) and import that",
         )
-    if key is not None and not hmac.compare_digest(str(signature), _signature(key, previous.hex())):
+    expected = _signature(key, previous.hex()).encode()
+    if not hmac.compare_digest(signature.encode(errors="replace"), expected):  # ASCII or not
         raise RefusedExport(
             sections[0].run_id,
             None,

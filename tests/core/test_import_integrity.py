@@ -301,6 +301,8 @@ def test_a_signed_export_imports_with_its_key_and_is_refused_with_another(
     unsigned = exported(cajero_run, "r")
     said = refused(tmp_path / "d.db", unsigned, "--key-file", key)
     assert "the export is not signed, and a key was given" in said
+    odd = [json.dumps(json.loads(signed[0]) | {"signature": "ñ\ud800"}), *signed[1:]]
+    assert "signed with another key" in refused(tmp_path / "e.db", odd, "--key-file", key)
 
 
 @pytest.mark.parametrize("damage", ["a tool result edited", "the last event removed"])
