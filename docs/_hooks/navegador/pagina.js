@@ -7,7 +7,8 @@
 // For the site check (tests/site/test_en_el_navegador.py), the benchmark
 // (benchmarks/navegador.py) and anyone curious:
 //   window.synaptumNavegador = {listo (ms, performance.now(), when Python was first ready, or
-//     null), preparado (ready for a run now), cargas (loads of Pyodide in the worker),
+//     null), cargaMs and preparaMs (of that: loading Pyodide, and the first fresh state),
+//     preparado (ready for a run now), cargas (loads of Pyodide in the worker),
 //     ejecuciones (how many runs)};
 //   window.synaptumEjecucion = the last run: {inicio, primeraSalida, fin (ms), error,
 //     celdas: [{id, stdout, stderr, error (the traceback), resumen (its last sentence)}],
@@ -18,7 +19,7 @@
   const button = panel.querySelector("button");
   const status = panel.querySelector(".navegador-estado");
   const codes = [...document.querySelectorAll(".jp-CodeCell .highlight-ipynb pre")];
-  const state = { listo: null, cargas: 0, ejecuciones: 0 };
+  const state = { listo: null, cargaMs: null, preparaMs: null, cargas: 0, ejecuciones: 0 };
   window.synaptumNavegador = state;
   let worker = null;
   let ready = false; // the worker has a fresh Python for the next run
@@ -110,7 +111,11 @@
     if (data.type === "listo") {
       ready = true;
       state.cargas = data.cargas;
-      state.listo ??= performance.now();
+      if (state.listo === null) {
+        state.listo = performance.now();
+        state.cargaMs = data.cargaMs;
+        state.preparaMs = data.preparaMs;
+      }
       if (!running) {
         button.disabled = false;
         say(

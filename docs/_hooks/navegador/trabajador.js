@@ -10,7 +10,8 @@
 // is made right after a run ends, so that a click finds it ready.
 //
 // Receives {type: "prepara", cells} (once, when the page opens) and {type: "corre", cells}.
-// Posts {type: "listo", cargas} whenever a fresh state is ready ({type: "fallo", message} if
+// Posts {type: "listo", cargas, cargaMs, preparaMs} whenever a fresh state is ready (the ms
+// that loading Pyodide took, and making this fresh state) ({type: "fallo", message} if
 // it cannot be made); while running,
 // {type: "out" | "err", cell, text} and {type: "error", cell, resumen, detalle} (the cells after
 // it do not run); then {type: "hecho", cargas, fetched}. `cargas` counts the loads of Pyodide
@@ -22,8 +23,11 @@ let cell = -1; // the cell whose output is being written; -1 while preparing (ou
 let fuentes = [];
 let preparado = null; // a promise of the runtime, with a fresh state
 
+let cargaMs = null; // how long loading Pyodide took, in this worker's clock
+
 async function arranca() {
   cargas += 1;
+  const started = performance.now();
   const [pyodide, archivo, runtime] = await Promise.all([
     loadPyodide({ indexURL: new URL("pyodide/", self.location).href }),
     fetch(new URL("repo.zip", self.location)).then((answer) => answer.arrayBuffer()),
@@ -39,6 +43,7 @@ async function arranca() {
       },
     });
   }
+  cargaMs = performance.now() - started;
   const espacio = pyodide.toPy({});
   pyodide.runPython(runtime, { globals: espacio, filename: "runtime.py" });
   const modulo = espacio.toJs({ create_proxies: true, dict_converter: Object.fromEntries });
@@ -47,11 +52,13 @@ async function arranca() {
 
 async function prepara(anterior) {
   const runtime = await (anterior ?? arranca());
+  const started = performance.now();
   cell = -1;
   runtime.limpia();
   runtime.pyodide.unpackArchive(runtime.archivo, "zip", { extractDir: runtime.REPO });
   await runtime.prepara(fuentes);
-  self.postMessage({ type: "listo", cargas });
+  const preparaMs = performance.now() - started;
+  self.postMessage({ type: "listo", cargas, cargaMs, preparaMs });
   return runtime;
 }
 
