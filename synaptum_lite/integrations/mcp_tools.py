@@ -34,10 +34,24 @@ A call, what can go wrong in it, and what the run does:
   timeout: only the SDK's own words are a lost answer);
 - it answers something that is not MCP: at start-up a `ConfigurationError` says where; in a
   call, that is the tool's result, read by the model (it answered: nothing repeats);
-- a byte on its stdout that is not UTF-8 is read as U+FFFD; a line that is not JSON-RPC
-  (not JSON, or JSON the SDK refuses, such as a lone surrogate) is dropped by the SDK: were it
-  the answer, the call is lost, and `McpServerLost` says how many such lines came and what was
-  wrong with the last;
+- it answers, and the answer cannot be read: longer than `connect`'s `max_answer_bytes` (4 MiB
+  unless told), or not JSON-RPC (JSON nested deeper than the parser goes, a lone surrogate):
+  the server answered, so the tool ran, and its effect, if it has one, happened. That is not a
+  lost answer (which a person would be asked about, as if it might not have happened): the
+  call ends at once (past the bound, before the rest arrives) and the step is completed with
+  an error result, `McpToolError: the MCP server answered, so the tool ran (...), and its
+  answer was not read: ...`, saying why (the size it had reached and the bound, and how to
+  raise it). The model reads that, the run goes on, and nothing repeats. The line is known to
+  be the answer by the id of the call, at its start or its end;
+- a byte on its stdout that is not UTF-8 is read as U+FFFD; a line that is not JSON-RPC and
+  names no call in flight (not JSON, or a message to no one) is dropped, as the SDK does: were
+  it the answer, the call is lost, and `McpServerLost` says how many such lines came and what
+  was wrong with the last;
+- it answers structured content (and no text) that a journal cannot keep as strict JSON
+  (NaN or an infinite number, which JSON has no form for, and Python's JSON reads): the
+  result is the text of that JSON as the server wrote it, `{"importe":NaN}`, a string the
+  journal keeps. The server answered, so the step is completed, not stopped as a result that
+  cannot be journaled;
 - the server goes away (or does not answer within `call_timeout`, 600 s unless told) while a
   call is in flight: nobody knows whether the call had its effect, so `McpServerLost` stops
   the run with the step attempted and never completed. Run the same `run_id` again with the
@@ -71,8 +85,9 @@ IDEMPOTENCY_KEY = "synaptum-lite/idempotency-key"
 
 
 class McpToolError(Exception):
-    """An MCP server answered a call with an error. Not a misuse of the library: the agent's
-    loop turns it into the tool's result, which the model reads in its next turn."""
+    """An MCP server answered a call with an error, or with an answer that could not be read
+    (the tool ran). Not a misuse of the library: the agent's loop turns it into the tool's
+    result, which the model reads in its next turn."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -185,6 +200,7 @@ def adapt(
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
         heard = unreadable.count
+        unreadable.answers.pop(context.idempotency_key, None)  # from a call that timed out
         try:
             result = await session.call_tool(
                 listed.name,
@@ -193,6 +209,12 @@ def adapt(
                 meta=cast("RequestParamsMeta", {IDEMPOTENCY_KEY: context.idempotency_key}),
             )
         except MCPError as exc:
+            unread = unreadable.answers.pop(context.idempotency_key, None)
+            if unread is not None:  # it answered: the step is done, and the model reads why
+                raise McpToolError(
+                    "the MCP server answered, so the tool ran (its effect, if it has one, "
+                    f"happened), and its answer was not read: {unread}"
+                ) from None
             if lost_answer(exc):
                 raise McpServerLost(
                     server,
@@ -214,7 +236,7 @@ def adapt(
                 + "\n".join(filter(None, [text or "(it gave no text)", left_out]))
             )
         if not text and result.structured_content is not None and not left_out:
-            return result.structured_content
+            return _keepable(result.structured_content)
         if not text and result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         return "\n".join(filter(None, [text, left_out]))
@@ -236,14 +258,28 @@ def adapt(
     )
 
 
+def _keepable(structured: dict[str, Any]) -> Any:
+    """Structured content as the tool's result: itself, or, when it holds what strict JSON
+    has no form for (NaN, an infinite number), its JSON text with those as the server wrote
+    them (`NaN`, `Infinity`): a string, which the journal keeps."""
+    try:
+        json.dumps(structured, allow_nan=False)
+    except ValueError:
+        return json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    return structured
+
+
 class Unreadable:
-    """What the server wrote that the SDK could not read as JSON-RPC (a line that is not
-    JSON, or not JSON the SDK accepts): the SDK drops such a line, so an answer written that
-    way never arrives, and a lost call says so. Counted, and the last one kept."""
+    """What the server wrote that could not be read as JSON-RPC (a line that is not JSON, not
+    JSON the SDK accepts, or longer than the bound). A line that names no call in flight is
+    dropped, so an answer written that way never arrives, and a lost call says so: counted,
+    and the last one kept. One that answers a call in flight is kept in `answers`, by the
+    call's idempotency key (None for a start-up request), with why it was not read."""
 
     def __init__(self) -> None:
         self.count = 0
         self.last = ""
+        self.answers: dict[str | None, str] = {}
 
     async def hear(self, message: Any) -> None:
         """The session's message handler: keeps the transport's errors, ignores the rest."""

@@ -23,7 +23,13 @@ Modes, each changing what a call to `enviar` (or the start-up) meets:
 - `init-error` answers initialize with a JSON-RPC error; `version-rara`, with a protocol
   version no MCP has (1999-01-01);
 - `otra` lists a second tool, `otra`, beside `enviar`;
-- `abierta` lists `enviar` with a schema that names no property and takes any text one.
+- `abierta` lists `enviar` with a schema that names no property and takes any text one;
+- `largo:BYTES` answers a text of BYTES characters; `sin-fin:BYTES` writes that answer's first
+  BYTES characters and never ends it (no closing, no newline), staying alive until stdin
+  closes; `id-al-final` writes every message with its id last;
+- `lista-larga:BYTES` lists `enviar` with a description of BYTES characters;
+- `nan` answers structured content holding NaN and Infinity, and no text;
+- `profundo` answers structured content nested 100,000 objects deep, and no text.
 """
 
 from __future__ import annotations
@@ -45,8 +51,13 @@ def main(argv: list[str]) -> None:
             file.write(json.dumps({"que": what, **data}, ensure_ascii=False) + "\n")
 
     def send(message: dict[str, object]) -> None:
+        if "id-al-final" in modes and "id" in message:
+            message = {**{k: v for k, v in message.items() if k != "id"}, "id": message["id"]}
         out.write(json.dumps(message).encode() + b"\n")
         out.flush()
+
+    def sized(prefix: str) -> int:
+        return next((int(m.split(":", 1)[1]) for m in modes if m.startswith(prefix)), 0)
 
     def receive() -> dict[str, object]:
         return json.loads(sys.stdin.readline())
@@ -58,7 +69,8 @@ def main(argv: list[str]) -> None:
             schema["required"] = json.loads(mode.split(":", 1)[1])
     if "abierta" in modes:
         schema = {"type": "object", "additionalProperties": {"type": "string"}}
-    tool = {"name": "enviar", "description": "Envía un texto.", "inputSchema": schema}
+    description = "Envía un texto." + "." * sized("lista-larga:")
+    tool = {"name": "enviar", "description": description, "inputSchema": schema}
     record("arranque", pid=os.getpid())
     asked = 1000
     for line in sys.stdin:
@@ -112,10 +124,27 @@ def main(argv: list[str]) -> None:
                 return
             if "surrogado" in modes:
                 texto = "\ud800"  # JSON lets it be written; it is not text
+            if sized("sin-fin:"):  # the answer's start, never its end
+                head = json.dumps({"jsonrpc": "2.0", "id": ident})[:-1]
+                out.write(f'{head}, "result": {{"content": [{{"type": "text", "text": "'.encode())
+                out.write(b"x" * sized("sin-fin:"))
+                out.flush()
+                sys.stdin.read()  # alive, and silent, until asked to stop
+                return
+            if "profundo" in modes:  # written by hand: json.dumps cannot nest this deep
+                deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+                result = f'{{"content":[],"structuredContent":{deep}}}'
+                out.write(f'{{"jsonrpc":"2.0","id":{ident},"result":{result}}}\n'.encode())
+                out.flush()
+                continue
             if codes:
                 answer["error"] = {"code": codes[0], "message": "la base de datos no responde"}
+            elif "nan" in modes:  # Python's json writes them, as JavaScript would
+                nan = {"importe": float("nan"), "saldo": float("inf"), "moneda": "EUR"}
+                answer["result"] = {"content": [], "structuredContent": nan}
             else:
-                answer["result"] = {"content": [{"type": "text", "text": f"enviado: {texto}"}]}
+                texto = "x" * sized("largo:") if sized("largo:") else f"enviado: {texto}"
+                answer["result"] = {"content": [{"type": "text", "text": texto}]}
             if "id-ajeno" in modes:
                 answer["id"] = 424242
         else:

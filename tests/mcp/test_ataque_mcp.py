@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -205,11 +206,131 @@ def test_a_schema_that_names_no_property_and_takes_any_passes_the_models_argumen
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1
 
 
-def test_an_answer_the_sdk_cannot_read_is_a_lost_call_that_names_the_line_it_dropped(tmp_path):
-    # a lone surrogate, which JSON can escape and the SDK refuses: the SDK drops the line, the
-    # answer never arrives, and before the error said only «timed out»
+ANSWERED = (
+    "McpToolError: the MCP server answered, so the tool ran (its effect, if it has one, "
+    "happened), and its answer was not read: "
+)
+MIB = 1024 * 1024
+
+
+def completed_once(tmp: Path, *modes: str, **options: Any) -> None:
+    """The step was journaled attempted then completed, and a second pass of the closed run
+    calls nothing: the server's record holds one effect."""
+    events = asyncio.run(load_events(SqliteCheckpointer(tmp / "runs.db"), "r"))
+    assert [e.phase for e in events if isinstance(e, ToolStep)] == [
+        Phase.ATTEMPTED,
+        Phase.COMPLETED,
+    ]
+    asyncio.run(run(tmp, "r", *modes, **options))
+    assert count(tmp / "efectos.jsonl", "enviar") == 1
+
+
+@pytest.mark.parametrize(
+    "modes",
+    [("largo:2097152",), ("largo:2097152", "id-al-final"), ("sin-fin:2097152",)],
+    ids=["id-first", "id-last", "never-ends"],
+)
+def test_an_answer_past_max_answer_bytes_is_refused_at_once_and_the_step_says_the_tool_ran(
+    tmp_path, modes
+):
+    # before: no bound. The SDK read 100 MB in 502 s (its reader's cost grows with the square
+    # of a line), and past call_timeout a payment the server had made and answered was «lost»,
+    # an uncertain effect for a person; an answer that never ends waited for call_timeout.
+    # Now the answer is refused as it passes the bound: call_timeout stays the default (600 s),
+    # and for the answer that never ends only that refusal can end the call.
+    steps = asyncio.run(run(tmp_path, "r", *modes, max_answer_bytes=MIB))
+    result = result_of(steps)
+    refused = re.fullmatch(
+        re.escape(ANSWERED) + r"it had reached (\d+) bytes when it was refused, over "
+        r"max_answer_bytes=1048576; to read answers this long, give "
+        r"connect\(\.\.\., max_answer_bytes=\.\.\.\) a larger bound",
+        result.content,
+    )
+    assert result.is_error and refused, result.content[:300]
+    assert int(refused.group(1)) > MIB
+    assert steps[-1].output == result.content  # the model read it
+    completed_once(tmp_path, *modes, max_answer_bytes=MIB)
+
+
+def test_a_larger_max_answer_bytes_reads_the_same_answer_whole(tmp_path):
+    steps = asyncio.run(run(tmp_path, "r", "largo:2097152", max_answer_bytes=3 * MIB))
+    assert (result_of(steps).is_error, result_of(steps).content) == (False, "x" * 2097152)
+    assert inspect.signature(connect).parameters["max_answer_bytes"].default == 4 * MIB
+
+
+def test_a_start_up_answer_past_max_answer_bytes_is_refused_naming_its_size_and_the_bound(
+    tmp_path,
+):
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", "lista-larga:2097152", max_answer_bytes=MIB))
+    assert re.fullmatch(
+        r"MCP server 'ataque' answered its start-up, and the answer was not read: it had "
+        r"reached \d+ bytes when it was refused, over max_answer_bytes=1048576; to read "
+        r"answers this long, give connect\(\.\.\., max_answer_bytes=\.\.\.\) a larger "
+        r"bound; no tool was called",
+        str(refused.value),
+    ), str(refused.value)
+    assert count(tmp_path / "efectos.jsonl", "enviar") == 0
+
+
+@pytest.mark.parametrize("bound", [0, -1, True, 1.5, "4MB"])
+def test_a_max_answer_bytes_that_is_not_a_bound_is_refused_before_the_server_starts(
+    tmp_path, bound
+):
+    with pytest.raises(ConfigurationError) as refused:
+        asyncio.run(run(tmp_path, "r", max_answer_bytes=bound))
+    assert str(refused.value) == (
+        f"MCP server 'h': max_answer_bytes={bound!r} is not a bound; nothing was started: "
+        "pass a whole number of bytes, at least 1 (the default is 4194304)"
+    )
+    assert not (tmp_path / "efectos.jsonl").exists()
+
+
+def test_structured_content_holding_nan_is_the_tools_result_as_its_json_text(tmp_path):
+    # before: ToolResultNotSerializable stopped the run with the step attempted, and the next
+    # pass asked a person about an effect whose answer had arrived
+    steps = asyncio.run(run(tmp_path, "r", "nan"))
+    assert (result_of(steps).is_error, steps[-1].output) == (
+        False,
+        '{"importe":NaN,"saldo":Infinity,"moneda":"EUR"}',
+    )
+    completed_once(tmp_path, "nan")
+
+
+def test_structured_content_nested_past_what_can_be_read_is_an_answer_not_a_lost_call(
+    tmp_path,
+):
+    # before: the SDK dropped the line (its parser's recursion limit), the call waited for
+    # call_timeout and was lost: an uncertain effect for a person, though the server answered
+    steps = asyncio.run(run(tmp_path, "r", "profundo", call_timeout=120))
+    result = result_of(steps)
+    assert result.is_error
+    assert result.content.startswith(
+        ANSWERED + "it is not JSON-RPC (Invalid JSON: recursion limit exceeded at line 1 "
+    )
+    assert len(result.content) < 500  # the line itself is cut
+    completed_once(tmp_path, "profundo")
+
+
+def test_an_answer_the_sdk_cannot_read_is_the_calls_error_result_naming_why(tmp_path):
+    # a lone surrogate, which JSON can escape and the SDK refuses. Before: the line was
+    # dropped, the call waited for call_timeout and was lost, for a person to decide
+    steps = asyncio.run(run(tmp_path, "r", "surrogado", call_timeout=120))
+    result = result_of(steps)
+    assert result.is_error
+    assert result.content.startswith(
+        ANSWERED + "it is not JSON-RPC (Invalid JSON: unexpected end of hex escape at line 1 "
+    )
+    completed_once(tmp_path, "surrogado")
+
+
+def test_a_line_it_cannot_read_that_answers_no_call_is_dropped_and_a_lost_call_names_it(
+    tmp_path,
+):
+    # the same line under an id no call has: it answers nothing, so it is dropped, the answer
+    # never arrives, and the error says more than «timed out»
     with pytest.raises(McpServerLost) as lost:
-        asyncio.run(run(tmp_path, "r", "surrogado", call_timeout=2.0))
+        asyncio.run(run(tmp_path, "r", "surrogado", "id-ajeno", call_timeout=2.0))
     assert lost.value.detail.startswith(
         "MCPError: Request 'tools/call' timed out; meanwhile it wrote 1 line(s) that are not "
         "JSON-RPC, and an answer written so is dropped unread (the last: Invalid JSON: "
