@@ -153,17 +153,17 @@ def _misshapen(status: dict[str, Any], artifacts: Any) -> str:
 def whose(task: dict[str, Any], context_id: str, message_id: str) -> Literal["ours", "other", "?"]:
     """Whether a listed task is the one our send of `message_id` in `context_id` created.
 
-    Ours when its history holds the message id. Another's when its history shows a user's
-    message with another id (this client sends one message per task, so a task of ours shows
-    no other). Showing no user's message (no history, or only the newest agent messages),
-    it is ours when it is in our context (only that send used it), and unknown otherwise."""
+    Ours when its history holds the message id, or when it is in our context (only that send
+    used it). Another's when its history shows a user's message with another id (this client
+    sends one message per task, and A2A keeps a message's id). Otherwise (no history, or only
+    the newest agent messages), nothing says: unknown."""
     history = task.get("history")
     messages = [m for m in history if isinstance(m, dict)] if isinstance(history, list) else []
     if any(m.get("messageId") == message_id for m in messages):
         return "ours"
-    if any(m.get("role") != "ROLE_AGENT" for m in messages):
-        return "other"
-    return "ours" if task.get("contextId") == context_id else "?"
+    if task.get("contextId") == context_id:
+        return "ours"
+    return "other" if any(m.get("role") != "ROLE_AGENT" for m in messages) else "?"
 
 
 def _scrubbed(value: Any, secrets: tuple[re.Pattern[str], ...]) -> Any:

@@ -74,16 +74,19 @@ async def test_a_remote_task_that_never_ends_stops_at_max_wait_and_is_not_sent_a
 
 
 async def test_a_pass_that_timed_out_is_resumed_with_more_time_and_gets_the_same_task(
-    tmp_path, arranca
+    tmp_path, serve
 ):
-    server = arranca(duracion=1.5)
+    # the task is held working until the test lets it go: before, it ended 1.5 s after it was
+    # sent, and a machine slow enough to spend that before max_wait ran out saw no timeout
+    server = serve("retenida")
     almacen = tmp_path / "runs.db"
     impatient = await remote_agent(server.url, risk=Risk.READ, name="buscador", max_wait=0.2)
     with pytest.raises(RemoteTaskTimeout):
         await drive(almacen, "paciencia", impatient)
+    server.suelta()
     patient = await remote_agent(server.url, risk=Risk.READ, name="buscador", max_wait=60)
     final = await drive(almacen, "paciencia", patient)
-    assert final.output == ANSWER
+    assert final.output == "Viaje listo. Recomiendo el TP1947."
     assert sent_by(server, "paciencia") == 1
     assert await waits(almacen, "paciencia") == [1, 2, 2]  # attempted, attempted again, done
 

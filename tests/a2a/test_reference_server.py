@@ -4,11 +4,12 @@ that is not ours cannot share our reading of the specification."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
-import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import _hijo_19 as hijo
@@ -23,12 +24,10 @@ ANSWER = "Recomiendo el TP1947, según un servidor del SDK de referencia."
 
 @pytest.fixture
 def reference_server():
-    """The SDK's server on a free port; what it printed (one line per message) at the end."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """The SDK's server on a free port, its tasks held until `release()`; what it printed (one
+    line per message) at the end."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.a2a.sdk_server", str(port), "1.0"],
+        [sys.executable, "-m", "tests.a2a.sdk_server", "0", "held"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
@@ -39,6 +38,12 @@ def reference_server():
 
     class Server:
         url = ready.split()[-1]
+
+        @staticmethod
+        def release() -> None:
+            """Every task, held working until now, may end."""
+            with urllib.request.urlopen(f"{Server.url}/release", timeout=30) as answer:
+                assert json.load(answer) == {"released": True}
 
         @staticmethod
         def stop() -> list[str]:
@@ -71,7 +76,16 @@ async def test_the_reference_servers_card_is_read_and_a_delegation_to_it_is_jour
         "version": "1.0.0",
         "skills": ["buscar-vuelos"],
     }
-    final = await drive(tmp_path / "runs.db", "referencia", buscador)
+    driving = asyncio.create_task(drive(tmp_path / "runs.db", "referencia", buscador))
+    sub = "referencia/000001-delegate"
+    while not any(  # the task id journaled, and its wait begun: the task may end now
+        getattr(e, "call", None) and e.call.name == "GetTask"
+        for e in await load_events(hijo.journal(tmp_path / "runs.db"), sub)
+    ):
+        assert not driving.done(), driving.result()
+        await asyncio.sleep(0.01)
+    reference_server.release()
+    final = await driving
     assert final.output == f"Viaje listo. {ANSWER}"
     events = await load_events(hijo.journal(tmp_path / "runs.db"), "referencia/000001-delegate")
     accepted = json.loads(events[1].result.content)
@@ -88,11 +102,14 @@ async def test_the_reference_server_receives_the_message_once_across_real_kills(
     # killed while the task works: the resume asks GetTask
     almacen = tmp_path / "esperando.db"
     child = await hijo.lanzar(almacen, "esperando", url, tmp_path / "m1.txt")
-    assert await hijo.esperando(almacen, "esperando/000001-delegate", child)
+    # the task is held working: the child cannot end before it is seen waiting
+    waiting = await hijo.esperando(almacen, "esperando/000001-delegate", child)
+    assert waiting, (await child.stderr.read()).decode()
     child.kill()
     await child.wait()
     assert child.returncode == -signal.SIGKILL
     buscador = await remote_agent(url, risk=Risk.READ, name="buscador")
+    reference_server.release()
     assert (await drive(almacen, "esperando", buscador)).output == f"Viaje listo. {ANSWER}"
     # killed after the send, before the task id is journaled: the resume finds it by context
     almacen = tmp_path / "al-enviar.db"
