@@ -89,11 +89,11 @@ async def command_runs(args: argparse.Namespace, store: Store, width: int) -> No
             found = {"run": run_id, "state": state, "events": events, "detail": detail}
             say(json_line({**found, "usage": {"in": counts[0], "out": counts[1]}}))
     elif args.state is None:
-        await _table(rows(), [printable(r) for r in ids], store, args.state, width)
+        await _table(rows(), [printable(r) for r in ids], store, args, width)
     else:  # a filter's column is as wide as the runs it shows
         listed = [row async for row in rows()]
         names = [printable(row[0]) for row in listed]
-        await _table(_each(listed), names, store, args.state, width)
+        await _table(_each(listed), names, store, args, width)
     if damaged:
         which = ", ".join(repr(r) for r in damaged)
         raise Failure(
@@ -103,18 +103,33 @@ async def command_runs(args: argparse.Namespace, store: Store, width: int) -> No
         )
 
 
+#: The columns a row of `runs` takes besides its run id and detail (state, events, tokens and
+#: the gaps), the columns a detail keeps before a long run id is cut to make room, and the
+#: fewest a run id is cut to.
+_FIXED, _DETAIL, _SHORTEST = 32, 10, 8
+
+
 async def _table(
-    rows: AsyncIterator[Row], names: list[str], store: Store, state: str | None, width: int
+    rows: AsyncIterator[Row], names: list[str], store: Store, args: argparse.Namespace, width: int
 ) -> None:
+    """The rows as a table `width` columns wide: a run id too long for its column is cut with
+    … (`--wide` prints ids whole, as `--json` does)."""
     if not names:
+        state = args.state
         say(f"no runs in {store.label}" + (f" in state {state}" if state else ""))
         return
     name = max(3, *(columns(n) for n in names))
-    say(f"{'RUN':<{name}}  {'STATE':<9}  {'EVENTS':>6}  {'TOKENS':<9}  DETAIL")
+    if not args.wide:
+        name = min(name, max(width - _FIXED - _DETAIL, _SHORTEST))
+    head = f"{'RUN':<{name}}  {'STATE':<9}  {'EVENTS':>6}  {'TOKENS':<9}  DETAIL"
+    say(head if args.wide else cut(head, width))
     async for run_id, state_now, events, usage, detail in rows:
         count, tokens = "-" if events is None else events, token_counts(usage) if usage else "-"
-        line = f"{pad(printable(run_id), name)}  {state_now:<9}  {count:>6}  {tokens:<9}  "
-        say((line + cut(detail, max(width - columns(line), 10))).rstrip())
+        line = (
+            f"{pad(cut(printable(run_id), name), name)}  {state_now:<9}  {count:>6}  {tokens:<9}  "
+        )
+        room = max(width - columns(line), _DETAIL) if args.wide else width - columns(line)
+        say((line + (cut(detail, room) if room > 0 else "")).rstrip())
 
 
 async def _each(rows: Iterable[Row]) -> AsyncIterator[Row]:

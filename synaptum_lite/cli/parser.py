@@ -61,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
         help=f"only runs in this state: {', '.join(states)} (waiting: approval or uncertain)",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
+    runs.add_argument(
+        "--wide",
+        action="store_true",
+        help="print run ids whole, however long; without it an id too long for the width is "
+        "cut with … (--json prints them whole too)",
+    )
     show = command("show", "a run's timeline: steps, phases, calls, decisions")
     show.add_argument("run", metavar="RUN")
     show.add_argument("--times", action="store_true", help="when people decided (if journaled)")

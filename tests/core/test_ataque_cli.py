@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import Agent, Session, SqliteCheckpointer, tool
+from synaptum_lite.stores.transfer import seal
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
 from .test_cli import STORE_KINDS, ask_approval, events_of, kill, stalled_owner, store_in
@@ -166,10 +167,14 @@ def test_characters_that_steer_a_terminal_are_printed_as_escapes_never_obeyed(
 ) -> None:
     database = tmp_path / "hostil.db"
     hostile_journal(database)
-    listed = cli("runs", str(database))
+    listed = cli("runs", str(database), "--wide")  # ids whole, as long as they are
     assert listed.returncode == 0, listed.stderr
     rows = listed.stdout.splitlines()
     assert len(rows) == 1 + len(HOSTILE_RUNS)  # before: the newline made a fifth, false row
+    cut = cli("runs", str(database)).stdout.splitlines()  # 80 columns: the long id is cut
+    assert cut[1].startswith("a\\nfalso     closed      15  1/1     …  closed ")  # 38 columns
+    assert all(len(row) <= 80 for row in cut)
+    assert [row[:6] for row in cut[2:]] == ["\\x1b[3", "tab\\ta", "\\u202e"]
     column = rows[0].index("STATE")
     assert [row[:column].rstrip() for row in rows[1:]] == [
         "a\\nfalso     closed      15  1/1       answered",
@@ -532,36 +537,45 @@ def test_import_without_an_export_on_stdin_says_so_and_creates_nothing(tmp_path:
 
 def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_path: Path) -> None:
     import asyncio
+    import fcntl  # POSIX, as SIGINT is here
 
     database = tmp_path / "muchos.db"
+    count, long = 200, 3000  # 600 kB of rows (ids printed whole): many times what a pipe holds
 
-    async def closed_runs(count: int) -> None:
+    async def closed_runs() -> None:
         agent = Agent("a", model="m", instructions="Contesta.")
         checkpointer = SqliteCheckpointer(database, durability="normal")
         for number in range(count):
             session = Session(
-                f"{number:05d}-{'x' * 150}", ScriptedGateway([says("ok")]), checkpointer
+                f"{number:05d}-{'x' * long}", ScriptedGateway([says("ok")]), checkpointer
             )
             async for _ in agent.run("t", session=session):
                 pass
+        await checkpointer.close()
 
-    asyncio.run(closed_runs(600))  # 120 kB of rows: more than a pipe holds (64 kB)
+    asyncio.run(closed_runs())
     listing = subprocess.Popen(
-        [sys.executable, "-m", "synaptum_lite", "runs", str(database)],
+        [sys.executable, "-m", "synaptum_lite", "runs", str(database), "--wide"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert listing.stdout is not None
-    assert listing.stdout.readline().startswith("RUN ")  # it is listing, and waits for us
+    # Ordered by events, not by speed: the listing cannot end before we read on, because what
+    # it writes is many times what the pipe holds (checked where the OS says its size), and we
+    # read only its first line: it is listing, and blocks on the pipe until we read.
+    if hasattr(fcntl, "F_GETPIPE_SZ"):
+        assert fcntl.fcntl(listing.stdout, fcntl.F_GETPIPE_SZ) * 4 < count * long
+    assert listing.stdout.readline().startswith("RUN ")
     listing.send_signal(signal.SIGINT)
-    _, errors = listing.communicate(timeout=60)
+    rest, errors = listing.communicate(timeout=120)
     assert listing.returncode == 130, errors
     assert errors == (
         "synaptum-lite: interrupted: a decision is written whole or not at all (show says "
         "which); an import may be cut short, and importing the same export again adds the rest\n"
     )
+    assert rest  # the rows the listing wrote after the signal, while it was being cancelled
 
 
 # ── imports the store would keep but not read back ──────────────────────────────────────────
@@ -582,7 +596,7 @@ def test_runs_with_headers_of_any_shape_an_import_took_are_listed_and_shown(
     for run_id, header in odd.items():
         imported = subprocess.run(
             [sys.executable, "-m", "synaptum_lite", "import", str(journal)],
-            input=with_header(export, run_id, header),
+            input="\n".join(seal(with_header(export, run_id, header))) + "\n",
             cwd=ROOT,
             capture_output=True,
             text=True,

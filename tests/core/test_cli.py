@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from synaptum_lite import Proposal, Session, Verdict, load_events
-from synaptum_lite.testing import ScriptedGateway
+from synaptum_lite import Agent, Proposal, Session, SqliteCheckpointer, Verdict, load_events
+from synaptum_lite.testing import ScriptedGateway, says
 from tests.postgres.store import postgres_location, require_server
 
 from .agents import HERRAMIENTAS, TASK, cajero, open_store, responder
@@ -100,6 +100,43 @@ def test_runs_lists_every_run_with_its_state_and_usage(journal: str) -> None:
     ]
     assert found[0]["usage"] == {"in": 38, "out": 19}
     assert found[0]["detail"].startswith("000003-tool: transferir(origen='ES91'")
+
+
+def test_runs_cuts_a_run_id_too_long_for_the_width_and_wide_or_json_print_it_whole(
+    tmp_path: Path,
+) -> None:
+    long_id = "pedido-" + "x" * 2990 + "-fin"  # 3,001 characters
+    store = tmp_path / "runs.db"
+
+    async def closed(run_id: str) -> None:
+        session = Session(run_id, ScriptedGateway([says("ok")]), SqliteCheckpointer(store))
+        async for _ in Agent("a", model="m", instructions="Contesta.").run("t", session=session):
+            pass
+
+    for run_id in ("corto", long_id):
+        asyncio.run(closed(run_id))
+
+    for width in ("80", "50"):
+        listed = cli("runs", str(store), "--width", width)
+        assert listed.returncode == 0, listed.stderr
+        lines = listed.stdout.splitlines()
+        assert all(len(line) <= int(width) for line in lines), [len(line) for line in lines]
+    assert [line.split()[:3] for line in lines[1:]] == [  # at 50 columns: 8 for the id
+        ["corto", "closed", "3"],
+        ["pedido-…", "closed", "3"],
+    ]
+    at_80 = cli("runs", str(store)).stdout.splitlines()  # 80 by default
+    assert at_80[2].startswith("pedido-" + "x" * 30 + "…  closed ")  # 38 columns for the id
+    assert all(len(line) <= 80 for line in at_80)
+    wide = cli("runs", str(store), "--wide").stdout.splitlines()
+    assert wide[2].startswith(long_id + "  closed ")  # whole, the line as long as it needs
+    whole = [
+        json.loads(line)["run"] for line in cli("runs", str(store), "--json").stdout.splitlines()
+    ]
+    assert whole == ["corto", long_id]
+    assert "--wide" in cli("runs", "--help").stdout
+    shown = cli("show", str(store), long_id)  # the whole id, as --wide printed it, finds the run
+    assert shown.returncode == 0 and " · 3 events · " in shown.stdout
 
 
 def test_show_prints_each_step_its_phases_and_what_waits_within_80_columns(journal: str) -> None:
