@@ -174,6 +174,22 @@ def test_a_run_id_or_an_agent_holding_half_a_surrogate_pair_is_refused_at_once()
         "surrogate pair"
     )
     assert str(refused.value).endswith("put U+FFFD in its place")
+    with pytest.raises(ConfigurationError) as refused:  # a NUL no store can keep: refused now
+        Session("a\x00b", ScriptedGateway([]), MemoryCheckpointer())
+    assert str(refused.value) == (
+        "run_id 'a\\x00b' cannot be journaled: it holds '\\x00' at index 1, a NUL character, "
+        "which PostgreSQL's text cannot hold; nothing was run or written: leave NUL characters out"
+    )
+    with pytest.raises(ConfigurationError) as refused:  # who decides, in the same words
+        run(
+            Session("r", ScriptedGateway([]), MemoryCheckpointer()).allow_retry(
+                "000001-tool", by=f"ana{HALF}"
+            )
+        )
+    assert str(refused.value).startswith(
+        "run 'r', step '000001-tool': by 'ana\\ud83d' cannot be journaled: it holds '\\ud83d' "
+        "at index 3, half of a surrogate pair"
+    )
     with pytest.raises(ConfigurationError) as refused:
         Agent("a", model="m", instructions=f"Saluda {HALF}")
     assert str(refused.value).startswith(
