@@ -60,7 +60,7 @@ from synaptum_lite import (  # noqa: E402
     load_events,
     tool,
 )
-from synaptum_lite.stores.transfer import export_run, import_run  # noqa: E402
+from synaptum_lite.stores.transfer import export_run, import_run, seal  # noqa: E402
 from synaptum_lite.testing import ScriptedGateway, calls, says  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -506,13 +506,14 @@ async def _un_cambio_a_mano_que_sigue_siendo_json_no_se_detecta_al_leer() -> Non
     await _drive(_agent(), Session("r", ScriptedGateway([says("hola")]), store))
     lines = await export_run(store, "r")
     edited, broken = MemoryCheckpointer(), MemoryCheckpointer()
-    await import_run(edited, "\n".join(line.replace("hola", "adiós") for line in lines) + "\n")
+    # edited on purpose, its digest chain computed again (seal): the import takes it
+    await import_run(edited, seal(line.replace("hola", "adiós") for line in lines))
     steps = await _drive(_agent(), Session("r", ScriptedGateway([]), edited))
     assert steps[-1].output == "adiós"  # read as if it had been said
     final = json.loads(lines[-1])
     final["data"] = "{no es json"
     try:  # refused on import, or on reading: either way it names the run and the record
-        await import_run(broken, "\n".join([*lines[:-1], json.dumps(final)]) + "\n")
+        await import_run(broken, seal([*lines[:-1], json.dumps(final)]))
         await load_events(broken, "r")
     except CorruptJournal as error:
         assert (error.run_id, error.seq) == ("r", final["seq"])
