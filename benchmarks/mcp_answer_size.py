@@ -10,7 +10,8 @@ times one `tools/call`, from the request sent to the result in hand:
 - `sdk`: the SDK's `stdio_client` and a `ClientSession`, as `connect` was before it had its
   own reader (issue 28: 40 MB took 19 s there, 100 MB 502 s: the reader joins each chunk to
   the partial line it keeps, so a line of n bytes costs about n²/64 KB);
-- `lite`: `connect(..., max_answer_bytes=...)` raised above the size, and the tool it gives.
+- `lite`: `connect(..., max_answer_bytes=...)` raised above the size, and the tool it gives
+  (its pipes are `synaptum_lite.integrations.mcp_stdio`'s: the lines joined once, at their end).
 
 The clock covers the server building and writing the answer too, the same for both readers.
 Wall-clock seconds, the median of `--repeats`. A benchmark, not a test: nothing is asserted.
