@@ -178,12 +178,14 @@ def _scrubbed(value: Any, secrets: tuple[re.Pattern[str], ...]) -> Any:
 
 def credentials(url: str) -> tuple[str, tuple[str, str] | None, tuple[re.Pattern[str], ...]]:
     """`url` without its `user:password@`, that pair (sent apart, as Basic auth), and the
-    patterns that redact it (the password raw, URL-quoted and in its Basic form), with
-    `ECHOED_CREDENTIAL`. The log records of httpx and httpcore pass through them."""
+    patterns that redact it (the password, or a user without one, raw, URL-quoted and in its
+    Basic form), with `ECHOED_CREDENTIAL`. The log records of httpx and httpcore pass through
+    them."""
     auth, secrets = userinfo(url), []
     if auth is not None:
         basic = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-        secrets = [auth[1], urllib.parse.quote(auth[1], safe=""), basic]
+        secret = auth[1] or auth[0]  # `token@host`: the user is the secret
+        secrets = [secret, urllib.parse.quote(secret, safe=""), basic]
     patterns = (*secret_patterns(secrets), ECHOED_CREDENTIAL)
     RedactSecrets.install(patterns)
     return without_userinfo(url), auth, patterns

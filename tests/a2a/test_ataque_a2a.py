@@ -383,22 +383,25 @@ def with_password(server: Any) -> str:
     return server.url.replace("http://", f"http://ana:{PASSWORD}@")
 
 
-def leaks(*texts: str, folder: Path | None = None) -> list[str]:
+def leaks(*texts: str, folder: Path | None = None, basic: str = BASIC) -> list[str]:
     """Which of the password's forms (raw, Basic) shows in `texts` or in a file of `folder`."""
     files = [f.read_bytes().decode("utf-8", "replace") for f in folder.iterdir()] if folder else []
     every = "".join(texts) + "".join(files)
-    return [form for form in (PASSWORD, BASIC) if form in every]
+    return [form for form in (PASSWORD, basic) if form in every]
 
 
+@pytest.mark.parametrize("userinfo", [f"ana:{PASSWORD}", PASSWORD])  # a token as the user
 async def test_a_server_error_quoting_the_authorization_header_shows_no_password_nor_log(
-    tmp_path, serve, caplog
+    tmp_path, serve, caplog, userinfo
 ):
     # before: httpx was handed the URL with «ana:s3creto-largo@» (its INFO line printed it),
     # and the server's error quoting the Authorization header put «Basic <base64 of
     # ana:s3creto-largo>» in the RemoteProtocolError
     caplog.set_level(logging.DEBUG)  # httpx's INFO lines and httpcore's DEBUG ones
     server = serve("eco-autorizacion")
-    remote = await remote_agent(with_password(server), risk=Risk.READ, name="buscador")
+    url = server.url.replace("http://", f"http://{userinfo}@")
+    basic = base64.b64encode(f"{userinfo}{'' if ':' in userinfo else ':'}".encode()).decode()
+    remote = await remote_agent(url, risk=Risk.READ, name="buscador")
     session = Session("r", ScriptedGateway([]), SqliteCheckpointer(tmp_path / "runs.db"))
     errors = []
     for _pass in range(2):
@@ -415,7 +418,8 @@ async def test_a_server_error_quoting_the_authorization_header_shows_no_password
         "and run the same run_id again",
     ]
     assert f"HTTP Request: POST {server.url}/a2a " in caplog.text  # logged, without it
-    assert leaks(caplog.text, *(f"{e}{e!r}" for e in errors), folder=tmp_path) == []
+    shown = [f"{e}{e!r}" for e in errors]
+    assert leaks(caplog.text, *shown, folder=tmp_path, basic=basic) == []
     assert server.counted()["con_credenciales"] == 1  # sent as a header, apart from the URL
     assert server.mensajes() == ["r/000000-tool"]
 
