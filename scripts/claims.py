@@ -47,6 +47,11 @@ What must carry an id, mechanically:
 An id written anywhere else in a page is checked the same way. An assertion whose id no page
 carries is stale and fails too.
 
+Outside the claim pages (the other pages of `docs/`, and `README.md`: `other_pages`), a block
+that ends with `<!-- afirmacion: id … -->` is a claim like any other: its ids must be checked,
+and its words are recorded in the lock. Their other blocks are not read, and a marker quoted in
+inline code is a quotation, not a claim (`other_page_claim_blocks`).
+
 The cells that check (`afirma` calls, and the *Lo que se afirma, comprobado* note above them)
 carry the tag `verificacion` (`VERIFICATION_TAG`): mkdocs-jupyter leaves them off the page, and
 `metadata.jupyter.source_hidden` folds them in JupyterLab. The docs check, nbmake and papermill
@@ -94,6 +99,9 @@ RECORD_FOLDER_VARIABLE = "AFIRMACIONES_COMPROBADAS"
 #: The pages whose every block is a claim or says why it is not.
 CLAIM_PAGES = ("conceptos.md", "limites.md", "glosario.md", "figuras.md", "otros-sistemas.md")
 
+#: Pages besides `docs/` whose marked blocks are claims too (`other_pages`).
+OTHER_PAGES = (REPO / "README.md",)
+
 #: The heading of a notebook's claims.
 CLAIMS_HEADING = "Lo que esto enseña"
 
@@ -112,6 +120,7 @@ _NOT_A_CLAIM = re.compile(r"<!--\s*no-afirma:\s*(\S[^>]*?)\s*-->")
 _AFIRMA_CALL = re.compile(r"""afirma\(\s*["'](""" + _ID + r""")["']""")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"`[^`]*`")
 #: Where a notebook cell keeps the map from its blocks to their ids: `metadata[key][name]`.
 MAP_KEY, MAP_NAME = "synaptum", "afirmaciones"
 
@@ -468,13 +477,16 @@ def _entry_problem(block: Block, entries: list[Any], there: str) -> str | None:
 
 
 def marked_blocks() -> list[Block]:
-    """Every block the lock records: each notebook's title, bullets and prose, and every
-    block of the claim pages; only those that carry an id or a `no-afirma`."""
+    """Every block the lock records: each notebook's title, bullets and prose, every block
+    of the claim pages, and the claims of the other pages; only those that carry an id or a
+    `no-afirma`."""
     found: list[Block] = []
     for path in property_notebooks():
         found += notebook_marked_blocks(path)
     for path in claim_pages():
         found += page_claim_blocks(path)
+    for path in other_pages():
+        found += other_page_claim_blocks(path)
     return [block for block in found if block.ids or block.excused]
 
 
@@ -626,6 +638,21 @@ def asserted_ids(code: str) -> list[str]:
 
 def claim_pages() -> list[Path]:
     return [DOCS / name for name in CLAIM_PAGES]
+
+
+def other_pages() -> list[Path]:
+    """The pages that are not claim pages: the rest of `docs/`, and `OTHER_PAGES`."""
+    return [p for p in sorted(DOCS.glob("*.md")) if p.name not in CLAIM_PAGES] + list(OTHER_PAGES)
+
+
+def other_page_claim_blocks(path: Path, text: str | None = None) -> list[Block]:
+    """The blocks of a page outside the claim pages that carry a claim id: a marker
+    `<!-- afirmacion: id -->` outside inline code (a marker in backticks is quoted)."""
+    return [
+        block
+        for block in page_claim_blocks(path, text)
+        if _CLAIM.search(_INLINE_CODE.sub("", block.text))
+    ]
 
 
 # ── What the check reports ───────────────────────────────────────────────────

@@ -31,6 +31,7 @@ import asyncio  # noqa: E402
 import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -45,6 +46,7 @@ from synaptum_lite import (  # noqa: E402
     ConfigurationError,
     CorruptJournal,
     FinalStep,
+    JournalError,
     MemoryCheckpointer,
     ModelResponse,
     ProviderError,
@@ -60,7 +62,13 @@ from synaptum_lite import (  # noqa: E402
     load_events,
     tool,
 )
-from synaptum_lite.stores.transfer import export_run, import_run, seal  # noqa: E402
+from synaptum_lite.stores.transfer import (  # noqa: E402
+    RefusedExport,
+    export_run,
+    import_run,
+    import_runs,
+    seal,
+)
 from synaptum_lite.testing import ScriptedGateway, calls, says  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -519,6 +527,193 @@ async def _un_cambio_a_mano_que_sigue_siendo_json_no_se_detecta_al_leer() -> Non
         assert (error.run_id, error.seq) == ("r", final["seq"])
     else:
         raise AssertionError("an unreadable record was read")
+
+
+async def _a_run_with_a_sub_run() -> tuple[MemoryCheckpointer, list[str]]:
+    """A closed run `p` that delegated once (its sub-run `p/000001-delegate`), and its export."""
+    hijo = Agent("hijo", model="m", instructions="Contesta.", description="Contesta.")
+    padre = Agent("padre", model="m", instructions="Delega.", delegates=[hijo])
+
+    def responder(request):
+        if request.messages[0].content.startswith(hijo.instructions):
+            return says("hecho")
+        if any(m.role is Role.TOOL for m in request.messages):
+            return says("listo")
+        return calls("hijo", task="hazlo")
+
+    store = MemoryCheckpointer()
+    await _drive(padre, Session("p", ScriptedGateway([responder] * 4), store))
+    return store, await export_run(store, "p")
+
+
+async def _refused(lines, key: bytes | None = None) -> RefusedExport:
+    """The import of `lines` into an empty store, which must refuse them and write nothing."""
+    target = MemoryCheckpointer()
+    try:
+        await import_runs(target, lines, key=key)
+    except RefusedExport as error:
+        assert "nothing was imported" in str(error)
+        assert await target.run_ids() == [], "a refused import wrote a run"
+        return error
+    raise AssertionError("the import took an export it should refuse")
+
+
+def _cli(*arguments: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "synaptum_lite", *arguments],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,  # only ends a hang
+    )
+
+
+@afirmacion("limites.exportacion-encadenada")
+async def _una_exportacion_cambiada_se_rechaza_nombrando_el_evento() -> None:
+    _, lines = await _a_run_with_a_sub_run()
+    sub = next(n for n, line in enumerate(lines) if n and "synaptum_lite" in json.loads(line))
+    head, events, sub_run = lines[0], lines[1:sub], lines[sub:]  # the run, then its sub-run
+    last = json.loads(events[-1])
+    changed = [head, *events[:-1], events[-1].replace("listo", "otra cosa"), *sub_run]
+    removed = [head, events[0], *events[2:], *sub_run]
+    added = [head, *events, json.dumps(last | {"seq": last["seq"] + 1}), *sub_run]
+    for lied, seq in ((changed, last["seq"]), (removed, 1), (added, last["seq"] + 1)):
+        error = await _refused(lied)
+        assert (error.run_id, error.seq) == ("p", seq), str(error)
+        assert "digest chain" in str(error) and f"event {seq}" in str(error), str(error)
+    # without a key the chain proves nothing about who wrote it: anyone recomputes it
+    await import_runs(MemoryCheckpointer(), seal(changed))
+    # with a key, on export and on import (--key-file), the signature does
+    with tempfile.TemporaryDirectory() as folder:
+        database, key = Path(folder) / "runs.db", Path(folder) / "clave"
+        key.write_bytes(b"una clave secreta\n")
+        await _drive(
+            _agent(), Session("r", ScriptedGateway([says("hola")]), SqliteCheckpointer(database))
+        )
+        signed = _cli("export", str(database), "r", "--key-file", str(key))
+        assert signed.returncode == 0, signed.stderr
+        resealed = "\n".join(seal(signed.stdout.replace("hola", "adiós"))) + "\n"
+        for export, imported in ((signed.stdout, True), (resealed, False)):
+            copy = Path(folder) / f"copia-{imported}.db"
+            done = _cli("import", str(copy), "--key-file", str(key), stdin=export)
+            assert (done.returncode == 0) is imported, done.stderr
+        assert "not signed" in done.stderr and "nothing was imported" in done.stderr, done.stderr
+
+
+@afirmacion("escalar.importacion")
+async def _una_importacion_escribe_solo_su_run_y_comprueba_la_cadena() -> None:
+    store, lines = await _a_run_with_a_sub_run()
+    # the run and its own sub-run, nothing else; twice changes nothing
+    target = MemoryCheckpointer()
+    written = await import_runs(target, lines)
+    assert [(w.run_id, w.new > 0) for w in written] == [("p", True), ("p/000001-delegate", True)]
+    assert [w.new for w in await import_runs(target, lines)] == [0, 0]
+    # over another journal under the same run_id: refused, nothing written
+    other = MemoryCheckpointer()
+    await _drive(_agent(), Session("p", ScriptedGateway([says("hola")]), other))
+    before = await other.records("p")
+    try:
+        await import_runs(other, lines)
+    except JournalError as error:
+        assert "nothing was imported" in str(error), str(error)
+    else:
+        raise AssertionError("an import wrote over another journal with the same run_id")
+    assert await other.records("p") == before
+    assert await other.run_ids() == ["p"]
+    await _drive(_agent(), Session("otro", ScriptedGateway([says("hola")]), store))
+    stranger = await export_run(store, "otro")
+    error = await _refused(seal([*lines, *stranger]))  # even with its chain made whole again
+    assert error.run_id == "otro" and "'otro'" in str(error), str(error)
+    # the chain is checked: an event changed in the sub-run, named
+    changed = [*lines[:-1], lines[-1].replace("hecho", "otra cosa")]
+    error = await _refused(changed)
+    assert error.run_id == "p/000001-delegate" and "digest chain" in str(error), str(error)
+    # signed with a key: refused unsigned or with another key, taken with the right one
+    key = b"clave"
+    await import_runs(MemoryCheckpointer(), await export_run(store, "p", key=key), key=key)
+    assert "not signed" in str(await _refused(lines, key=key))
+    other = await export_run(store, "p", key=b"otra")
+    assert "signature does not match" in str(await _refused(other, key=key))
+    # an export from before the chain: refused, saying to export it again
+    old = []
+    for line in lines:
+        value = json.loads(line)
+        for field in ("head", "chain", "signature"):
+            value.pop(field, None)
+        old.append(json.dumps(value))
+    assert "export the run again with this version" in str(await _refused(old))
+
+
+#: The sentence that says Windows is type-checked and not run, on Límites and in the README.
+WINDOWS_NOT_RUN = "revisado por tipos, no ejecutado"
+_RUN_VERB = re.compile(r"\b(?:lo corre|corre|se ejecuta|ejecuta|se prueba|pasa)\b")
+
+
+def windows_problems(workflow: str, pages: dict[str, list[str]]) -> list[str]:
+    """What the blocks claiming `limites.windows-sin-correr` (page → their words) say wrong
+    about Windows, given the CI workflow: while its Windows job may fail (continue-on-error),
+    every one says `WINDOWS_NOT_RUN` and no sentence says Windows runs; once it counts, none
+    says it is not run."""
+    import yaml
+
+    job = yaml.safe_load(workflow)["jobs"]["portable"]
+    on_windows = "windows-latest" in job["strategy"]["matrix"]["os"]
+    excused = job.get("continue-on-error")
+    may_fail = excused is True or (isinstance(excused, str) and "windows" in excused)
+    problems = []
+    for page, blocks in pages.items():
+        if not blocks:
+            problems.append(f"{page} no longer says how far Windows is checked")
+        for words in blocks:
+            says_not_run = WINDOWS_NOT_RUN in words
+            if may_fail or not on_windows:
+                if not says_not_run:
+                    problems.append(f"{page} does not say «{WINDOWS_NOT_RUN}»: «{words}»")
+                for sentence in re.split(r"(?<=[.:;])\s", words):
+                    if "Windows" not in sentence:
+                        continue
+                    for verb in _RUN_VERB.finditer(sentence):
+                        before = sentence[: verb.start()]
+                        if not re.search(r"\b(?:no|nunca|no se)\s+$", before):
+                            problems.append(
+                                f"{page} says Windows runs («{sentence.strip()}»), and the "
+                                "Windows CI job may fail without failing the workflow"
+                            )
+                            break  # one problem per sentence
+            elif says_not_run:
+                problems.append(
+                    f"{page} says Windows is not run, and the Windows CI job now counts: say "
+                    "that it runs"
+                )
+    return problems
+
+
+def windows_blocks() -> dict[str, list[str]]:
+    """The words of every block claiming `limites.windows-sin-correr`: Límites and README."""
+    from scripts.claims import other_page_claim_blocks, page_claim_blocks
+
+    found = {"docs/limites.md": [], "README.md": []}
+    for path, read in (
+        (REPO / "docs" / "limites.md", page_claim_blocks),
+        (REPO / "README.md", other_page_claim_blocks),
+    ):
+        for block in read(path):
+            if "limites.windows-sin-correr" in block.ids:
+                found[relative_to_repo(path)].append(block.words)
+    return found
+
+
+def relative_to_repo(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+@afirmacion("limites.windows-sin-correr")
+def _windows_se_revisa_por_tipos_y_no_se_ejecuta() -> None:
+    workflow = (REPO / ".github" / "workflows" / "tests.yml").read_text(encoding="utf-8")
+    problems = windows_problems(workflow, windows_blocks())
+    assert problems == [], "\n".join(problems)
+    assert "--platform win32" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 
 @afirmacion("limites.consumo-del-doble")

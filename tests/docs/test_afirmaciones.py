@@ -30,13 +30,15 @@ from scripts.claims import (
     notebook_marked_blocks,
     notebook_prose_blocks,
     notebook_title_block,
+    other_page_claim_blocks,
+    other_pages,
     page_claim_blocks,
     unchecked,
     unmarked,
     unreviewed,
 )
 from scripts.pages import DOCS, property_notebooks, read_notebook, relative
-from tests.docs.afirmaciones_md import AFIRMACIONES
+from tests.docs.afirmaciones_md import AFIRMACIONES, windows_blocks, windows_problems
 
 # ── The check ────────────────────────────────────────────────────────────────
 
@@ -130,6 +132,16 @@ def test_every_claim_of_a_claim_page_was_checked(path: Path, docs_check) -> None
     fail(sorted(set(problems), key=problems.index))
 
 
+@pytest.mark.parametrize("path", other_pages(), ids=lambda path: path.name)
+def test_every_claim_marked_on_another_page_was_checked(path: Path, docs_check) -> None:
+    checked = docs_check.claims_checked | set(AFIRMACIONES)
+    how = (
+        'Check it in a notebook with afirma("<id>", …), or register a function with '
+        '@afirmacion("<id>") in tests/docs/afirmaciones_md.py.'
+    )
+    fail(unchecked(other_page_claim_blocks(path), checked, how))
+
+
 @pytest.mark.parametrize("claim", sorted(AFIRMACIONES))
 def test_page_claim_holds(claim: str) -> None:
     result = AFIRMACIONES[claim]()
@@ -138,9 +150,16 @@ def test_page_claim_holds(claim: str) -> None:
 
 
 def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:
-    on_pages = {claim for path in NOTEBOOKS for claim in notebook_ids(read_notebook(path))} | {
-        claim for path in PAGES for claim in marked_ids(path.read_text(encoding="utf-8"))
-    }
+    on_pages = (
+        {claim for path in NOTEBOOKS for claim in notebook_ids(read_notebook(path))}
+        | {claim for path in PAGES for claim in marked_ids(path.read_text(encoding="utf-8"))}
+        | {
+            claim
+            for path in other_pages()
+            for block in other_page_claim_blocks(path)
+            for claim in block.ids
+        }
+    )
     in_code = {
         claim: relative(path)
         for path in NOTEBOOKS
@@ -163,6 +182,52 @@ def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:
 
 
 # ── The mechanism itself ─────────────────────────────────────────────────────
+
+
+def test_a_marked_block_on_another_page_is_a_claim_and_the_rest_of_that_page_is_not_read(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "otra.md"
+    text = (
+        "Un párrafo sin id.\n\n"
+        "Un run cerrado no llama a nadie. <!-- afirmacion: 02.cerrado -->\n\n"
+        "Se escribe así: `<!-- afirmacion: 02.citado -->`, entre comillas invertidas.\n"
+    )
+    [claim] = other_page_claim_blocks(page, text)
+    assert claim.ids == ["02.cerrado"] and claim.words == "Un run cerrado no llama a nadie."
+    [problem] = unchecked([claim], set(), "Check it.")
+    assert "claim 02.cerrado was not checked during the docs check" in problem
+    assert set(other_pages()) >= {DOCS / "escalar.md", DOCS.parent / "README.md"}
+    assert not set(other_pages()) & set(PAGES)
+    # and its words are in the lock, as every claim's
+    assert any(b.file == "README.md" for b in marked_blocks())
+
+
+WORKFLOW = (DOCS.parent / ".github" / "workflows" / "tests.yml").read_text(encoding="utf-8")
+
+
+def test_the_windows_check_fails_on_the_sentence_that_said_ci_runs_it() -> None:
+    said = (
+        "Solo Linux está probado aquí: macOS se prueba quitando `F_OFD_SETLK` en un test, y el "
+        "camino de Windows, que no puede correr aquí, lo revisa mypy (`--platform win32`) y lo "
+        "corre CI en Windows."
+    )
+    pages = windows_blocks()
+    assert all(pages.values()) and windows_problems(WORKFLOW, pages) == []
+    not_said, runs = windows_problems(WORKFLOW, pages | {"docs/limites.md": [said]})
+    assert not_said.startswith("docs/limites.md does not say «revisado por tipos, no ejecutado»")
+    assert runs.startswith("docs/limites.md says Windows runs («macOS se prueba quitando")
+    assert "lo corre CI en Windows.»)" in runs
+    lied = pages["README.md"][0] + " En Windows lo corre CI en cada cambio."
+    assert windows_problems(WORKFLOW, pages | {"README.md": [lied]}) == [
+        "README.md says Windows runs («En Windows lo corre CI en cada cambio.»), and the "
+        "Windows CI job may fail without failing the workflow"
+    ]
+    # once the Windows job counts, the pages must stop saying it is not run
+    gated = WORKFLOW.replace("continue-on-error: ${{ matrix.os == 'windows-latest' }}", "")
+    assert gated != WORKFLOW
+    assert len(windows_problems(gated, pages)) == 2
+
 
 NOTEBOOK_02 = next(path for path in NOTEBOOKS if path.stem == "02_durabilidad")
 

@@ -274,6 +274,20 @@ EXPERIMENTOS = [
             'await import_run(destino, exportacion.read_text(encoding="utf-8"))',
             'await import_run(destino, exportacion.read_text(encoding="utf-8").replace("12 en stock", "2 en stock"))',  # noqa: E501
         ),
+        se_para=("importar", "RefusedExport"),
+        se_ve=(
+            "RefusedExport: the export does not match its digest chain at run 'pedido-1': "
+            "event 3 (000001-tool completed)",
+            "nothing was imported",
+        ),
+    ),
+    Experimento(
+        "16.pruebalo-sellado",
+        linea=(
+            "importar",
+            'await import_run(destino, exportacion.read_text(encoding="utf-8"))',
+            'await import_run(destino, seal(exportacion.read_text(encoding="utf-8").replace("12 en stock", "2 en stock")))',  # noqa: E501
+        ),
         se_para=("importar", "ReplayDivergence"),
         se_ve=(
             "ReplayDivergence: run 'pedido-1' diverges from its journal at step 000002-model",
