@@ -17,7 +17,8 @@ journal can carry it, whole or in part, raw or escaped (JSON `\\u002d`, URL `%2D
 password in the base URL (`https://user:password@host/v1`) is sent as Basic auth, never as
 part of a URL, and is redacted the same way; the log lines of httpx and httpcore that this
 module causes pass through the same redaction (`RedactSecrets`), and so does every answer a
-server sends (its text, tool-call ids, names and arguments) before the loop journals it.
+server sends (its text, tool-call ids, names and arguments) before the loop journals it, and
+every streamed fragment before the caller sees it (a key cut across two fragments included).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class OpenAICompatibleGateway(LocalGateway):
             basic = base64.b64encode(f"{user}:{password}".encode()).decode()
             secrets += [password, urllib.parse.quote(password, safe=""), basic]
         self._secrets = secret_patterns(secrets)
+        self._plain = tuple(dict.fromkeys(s for s in secrets if len(s) >= 4))
         RedactSecrets.install(self._secrets)
 
     @classmethod
@@ -208,6 +210,7 @@ class OpenAICompatibleGateway(LocalGateway):
             self.max_response_bytes,
             self.attempt_timeout,
             max(call.attempts, 1),
+            self._plain,
         )
 
     # ── the two model calls ─────────────────────────────────────────────────────────────────

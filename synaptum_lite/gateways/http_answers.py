@@ -56,11 +56,14 @@ async def fragments(
     lines: SseLines,
     failures: ServerFailures,
 ) -> AsyncGenerator[str, None]:
-    """Read server-sent events from `chunks` into `assembly`, yielding each text fragment."""
+    """Read server-sent events from `chunks` into `assembly`, yielding the text as it comes,
+    redacted: what could begin a secret (a key cut across two fragments, or sent a character
+    at a time) is held back until the next fragment, the answer's finish or its end says."""
+    held = ""
     async for data in sse_data(lines.read(chunks, failures.too_large)):
         if data.strip() == "[DONE]":
             assembly.done = True
-            return
+            break
         event = parse_json(data, "an SSE event", failures)
         if not isinstance(event, dict):
             raise failures.protocol("with an SSE event that is not an object", data)
@@ -70,8 +73,13 @@ async def fragments(
             fragment = assembly.feed(event)
         except MalformedAnswer as exc:
             raise failures.malformed(exc) from None
-        if fragment:  # a key split across two fragments shows here only
-            yield failures.redact(fragment)
+        held = failures.redact(held + fragment) if fragment else held
+        keep = 0 if assembly.finished else failures.held_back(held)
+        if len(held) > keep:  # whole once finished: a stall after it must not lose text
+            yield held[: len(held) - keep]
+            held = held[len(held) - keep :]
+    if held:
+        yield held
 
 
 def assembled(assembly: StreamAssembly, lines: SseLines, failures: ServerFailures) -> ModelResponse:

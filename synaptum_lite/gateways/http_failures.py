@@ -28,11 +28,11 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProviderError
-from .redaction import redact
+from .redaction import held_back, redact
 from .wire import MalformedAnswer
 
 try:
@@ -67,7 +67,8 @@ class ServerFailures:
 
     `secrets` are the gateway's (`redaction.secret_patterns`); `deadline`, `attempt_timeout`
     and `max_response_bytes` are the bounds its messages name; `attempt` is the attempt's
-    number in its call (1 for the first).
+    number in its call (1 for the first). `plain` are the secrets themselves, never shown
+    (not in `repr`), to tell what of a streamed text could begin one (`held_back`).
     """
 
     base_url: str
@@ -76,6 +77,7 @@ class ServerFailures:
     max_response_bytes: int
     attempt_timeout: float | None = None
     attempt: int = 1
+    plain: tuple[str, ...] = field(default=(), repr=False)
 
     def redact(self, text: str) -> str:
         """`text` with every secret of the gateway, in any form it can take, redacted.
@@ -84,6 +86,10 @@ class ServerFailures:
         recognisable, and its first half would show.
         """
         return redact(text, self.secrets)
+
+    def held_back(self, text: str) -> int:
+        """How many characters at the end of `text` (redacted) could begin a secret."""
+        return held_back(text, self.plain)
 
     async def refuse(self, response: httpx.Response) -> None:
         """Raise the `ProviderError` a redirect or an error status is; return on success."""

@@ -1,6 +1,8 @@
 """Secrets kept out of every message and log line: a secret is recognised raw or escaped in
 any form a server may echo it (JSON `\\u002d`, URL `%2D`, HTML `&#45;`), and the HTTP
-libraries' log records pass through the same redaction. Used by the HTTP model gateway.
+libraries' log records pass through the same redaction. A text that arrives in pieces holds
+back what could begin a secret until the next piece says (`held_back`), so a secret cut across
+two pieces shows in neither. Used by the HTTP model gateway.
 """
 
 from __future__ import annotations
@@ -52,6 +54,41 @@ def redact(text: str, patterns: Iterable[re.Pattern[str]]) -> str:
     for pattern in patterns:
         text = pattern.sub("[redacted]", text)
     return text
+
+
+#: What a secret's escaped forms are written with (`secret_patterns`), besides its own characters.
+_ESCAPED = frozenset("\\u%&#xX;/+0123456789abcdefABCDEF")
+
+
+def held_back(text: str, secrets: Iterable[str]) -> int:
+    """How many characters at the end of `text` could be the beginning of a secret, raw or in
+    an escaped form: a text that arrives in pieces (a streamed answer) keeps them back until
+    the next piece, or the end, says whether they are one. `text` is already redacted.
+
+    Raw, a tail is kept when the secret starts with it. Once escaped (a `\\`, `%` or `&` in
+    the tail) the test is looser, and keeps more: a tail made only of characters a form of
+    the secret is written with, starting as a form does, up to 16 characters per character
+    of the secret (a form longer than that, escaped many times over, is not kept back).
+    """
+    end = len(text)
+    start = end
+    for secret in secrets:
+        if len(secret) < 4:  # as `secret_patterns`: not redacted
+            continue
+        alphabet = _ESCAPED | set(secret)
+        starts = {secret[0], "\\", "%", "&", *("+" if secret[0] == " " else "")}
+        first = end
+        while first > max(0, end - 16 * len(secret)) and text[first - 1] in alphabet:
+            first -= 1
+        for at in range(first, start):
+            if text[at] not in starts:
+                continue
+            tail = text[at:]
+            escaped = any(c in "\\%&" for c in tail) or ("+" in tail and " " in secret)
+            if escaped or (len(tail) < len(secret) and secret.startswith(tail)):
+                start = at
+                break
+    return end - start
 
 
 class RedactSecrets(logging.Filter):

@@ -935,7 +935,9 @@ def test_a_stream_reads_as_sse_says_it_should(
 
     items = call_model(server, name, streaming=True)
 
-    assert items[:-1] == ["Hola, ", "adiós"]
+    # "adiós" may come as "adió" and "s": an "s" that ends a fragment could begin the key
+    # ("sk-…"), so it waits for what follows (here, the end of the stream)
+    assert items[0] == "Hola, " and "".join(items[1:-1]) == "adiós"
     assert items[-1].text == "Hola, adiós"
 
 

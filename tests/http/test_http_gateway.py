@@ -604,11 +604,12 @@ def test_the_deadline_is_the_whole_call_so_a_server_that_never_finishes_is_asked
     name = f"{scenario}_{tmp_path.name}"
     server.scenarios[name] = server.scenarios[scenario]
 
-    error = run_until_it_fails(gateway(server, name, deadline=0.5), tmp_path, streaming=streaming)
+    # 2 s: time enough for the request to reach the server on a busy machine
+    error = run_until_it_fails(gateway(server, name, deadline=2.0), tmp_path, streaming=streaming)
 
     assert requests_to(server, name) == 1  # before: 4, each with a deadline of its own
     assert not error.retryable
-    assert "within its deadline of 0.5 s, spent over 1 attempt " in str(error)
+    assert "within its deadline of 2 s, spent over 1 attempt " in str(error)
 
 
 @STREAMS
@@ -658,13 +659,14 @@ def test_an_attempt_that_outlives_its_attempt_timeout_is_retried_within_the_dead
     scenario = "stream_keep_alive_until_gone" if streaming else "trickles_forever"
     name = f"{scenario}_{tmp_path.name}"
     server.scenarios[name] = server.scenarios[scenario]
-    model = gateway(server, name, attempt_timeout=0.3)  # and the default deadline, 600 s
+    # 1 s: time enough for each request to reach the server on a busy machine
+    model = gateway(server, name, attempt_timeout=1.0)  # and the default deadline, 600 s
 
     error = run_until_it_fails(model, tmp_path, streaming=streaming, attempts=3)
 
     assert requests_to(server, name) == 3  # every attempt the loop allows
     assert error.retryable  # the loop's attempts were spent, not the deadline
-    assert "did not finish attempt 3 of the call within its attempt_timeout of 0.3 s" in str(error)
+    assert "did not finish attempt 3 of the call within its attempt_timeout of 1 s" in str(error)
 
 
 def requests_to(server: FaultServer, scenario: str) -> int:
