@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.kernel import NotebookRun, code_cells
+from scripts.kernel import CellRun, NotebookRun, code_cells
 from scripts.navegador import as_printed_locally
-from scripts.pages import read_notebook
+from scripts.pages import VERIFICATION_TAG, read_notebook
 from tests.site.chromium import Browser, Tab, unseen_text
 from tests.site.chromium import screenshot as save_screenshot
 
@@ -138,6 +138,18 @@ def run_page(
         return read_run(page, notebook, page.press(), seen_whole=seen_whole, screenshot=screenshot)
 
 
+def page_code_cells(notebook: Path) -> list[CellRun]:
+    """The code cells of `notebook` its page shows, and so runs in the browser: all but the
+    verification cells (tag `verificacion`, which mkdocs-jupyter leaves off the page; they
+    print nothing and come after every shown cell: `scripts.pages.verification_problems`)."""
+    cells = read_notebook(notebook)["cells"]
+    return [
+        cell
+        for cell in code_cells({"cells": cells})
+        if VERIFICATION_TAG not in cells[cell.index].get("metadata", {}).get("tags", [])
+    ]
+
+
 def read_run(
     page: OpenPage,
     notebook: Path,
@@ -176,11 +188,12 @@ def read_run(
             details = event["params"]["exceptionDetails"]
             text = details.get("exception", {}).get("description") or details.get("text")
             problems.append(f"uncaught in the page: {text}")
-    cells = code_cells(read_notebook(notebook))
+    cells = page_code_cells(notebook)
     seen = (record or {}).get("celdas", [])
     if len(seen) != len(cells):
         problems.append(
-            f"the page shows {len(seen)} code cells and {notebook.name} has {len(cells)}"
+            f"the page shows {len(seen)} code cells and {notebook.name} has {len(cells)} "
+            f"without the tag {VERIFICATION_TAG!r}"
         )
     for cell, shown in zip(cells, seen, strict=False):
         cell.stdout, cell.stderr, cell.error = shown["stdout"], shown["stderr"], shown["error"]
