@@ -4,6 +4,9 @@
     uv run python -m scripts.update_pages --check    # run them, change nothing, fail on drift
     uv run python -m scripts.update_pages notebooks/propiedades/02_durabilidad.ipynb
 
+Run on every notebook, it also rewrites the package's layout (each folder's size, and the tree
+on Conceptos: `scripts/layout.py`); run on named notebooks, it touches only them.
+
 Each notebook runs in a fresh kernel (the same runner as `tests/docs`), without the variables
 that select a real model. A notebook that fails is reported and left untouched. Updating also
 stores each notebook in its committed form: no outputs, no execution counts, no volatile
@@ -95,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path.write_text(updated, encoding="utf-8")
             print(f"updated {name}")
-    # the package's layout: each folder's size, and the tree on Conceptos (scripts/layout.py)
-    for stale in layout.write(check=options.check):
+    # the package's layout: each folder's size, and the tree on Conceptos (scripts/layout.py);
+    # only when every notebook was run: naming notebooks touches only them
+    for stale in layout.write(check=options.check) if not options.notebooks else []:
         failed += options.check
         print(f"{'DIFFERS' if options.check else 'updated'} {stale} (the package's layout)")
     return 1 if failed else 0

@@ -172,6 +172,19 @@ def test_a_different_character_fails_with_a_diff_naming_page_notebook_and_cell()
     assert "python -m scripts.update_pages" in report
 
 
+def test_the_update_command_on_named_notebooks_leaves_the_package_layout_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the layout (each folder's size, the tree on Conceptos) is rewritten by the run of every
+    # notebook, never by one that names a few: others may be changing the package meanwhile
+    called = []
+    monkeypatch.setattr(update_pages.layout, "write", lambda check: called.append(check) or [])
+    path = page(tmp_path, "uno", "print(1)", expected="1\n")
+    assert update_pages.main([str(path)]) == 0
+    assert update_pages.main(["--check", str(path)]) == 0
+    assert called == []
+
+
 def test_the_update_command_rewrites_exactly_the_changed_character(tmp_path: Path) -> None:
     printed = "\n  1ª vuelta    modelo ×1\n  fin\n"
     code = ("print()\nprint('  1ª vuelta    modelo ×1')", "print('  fin')")
