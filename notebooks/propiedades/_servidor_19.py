@@ -1,12 +1,16 @@
 """Un agente remoto de verdad: un servidor A2A (protocolo 1.0, JSON-RPC) en 127.0.0.1.
 
-    python _servidor_19.py [--puerto N] [--duracion SEGUNDOS] [--modo normal|basura|…]
+    python _servidor_19.py [--puerto N] [--duracion SEGUNDOS | --retiene] [--modo normal|basura|…]
 
 Lo usan el cuaderno 19 y sus tests. Es un proceso aparte, con su propia memoria: sirve su
 tarjeta en `/.well-known/agent-card.json` y atiende `SendMessage`, `GetTask` y `ListTasks`
 en `/a2a`. Cada mensaje que recibe crea una tarea que pasa a `TASK_STATE_WORKING` y se
 completa `--duracion` segundos después, con una recomendación de vuelo como artefacto. Las
 tareas viven en memoria: si el proceso muere, las olvida (como tantos servidores de verdad).
+
+Con `--retiene`, en vez de un plazo, cada tarea trabaja hasta que quien lo arrancó la suelta
+(`POST /suelta`, fuera del protocolo): lo que vea quien pregunta no depende de lo deprisa que
+vaya la máquina. El cuaderno 19 lo arranca así.
 
 Cuenta lo que recibe: `GET /contador` (fuera del protocolo) dice cuántos mensajes le llegaron
 y sus `messageId`, que es lo que mide «el servidor recibió el mensaje una vez», y cuántas
@@ -59,8 +63,12 @@ TERMINALES = {
 class Estado:
     """Lo que el servidor recuerda: sus tareas y los mensajes que recibió."""
 
-    def __init__(self, duracion: float, modo: str, interfaz: str | None = None) -> None:
+    def __init__(
+        self, duracion: float, modo: str, interfaz: str | None = None, retiene: bool = False
+    ) -> None:
         self.duracion = duracion
+        self.retiene = retiene
+        self.suelta = threading.Event()  # con `retiene`: las tareas acaban cuando se pone
         self.modo = modo
         self.interfaz = interfaz
         self.peticiones: dict[str, int] = {}
@@ -76,7 +84,7 @@ class Estado:
             return None
         if (
             tarea["status"]["state"] == "TASK_STATE_WORKING"
-            and time.monotonic() >= self.termina[id_]
+            and (self.suelta.is_set() if self.retiene else time.monotonic() >= self.termina[id_])
             and self.modo != "eterna"
         ):
             if self.modo in ("pregunta", "autoriza"):
@@ -174,6 +182,10 @@ class Manejador(BaseHTTPRequestHandler):
         cuerpo = self.rfile.read(largo)
         if len(cuerpo) < largo:
             return  # el cliente murió a media petición: nunca llegó entera, y no se cuenta
+        if self.path == "/suelta":
+            self.estado.suelta.set()
+            self._json({"sueltas": True})
+            return
         if self.path != "/a2a":
             self._json({"error": f"no hay nada en {self.path}"}, 404)
             return
@@ -271,7 +283,10 @@ class Manejador(BaseHTTPRequestHandler):
                 # bloqueante, como dice el protocolo por defecto: espera a que termine
                 estado.cerrojo.release()
                 try:
-                    time.sleep(estado.duracion)
+                    if estado.retiene:
+                        estado.suelta.wait()
+                    else:
+                        time.sleep(estado.duracion)
                 finally:
                     estado.cerrojo.acquire()
             return _resultado(id_, {"task": _copia(estado.tarea(tarea_id) or tarea)})
@@ -311,8 +326,10 @@ def _error(id_: Any, codigo: int, mensaje: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": {"code": codigo, "message": mensaje}}
 
 
-def servir(puerto: int, duracion: float, modo: str, interfaz: str | None = None) -> None:
-    estado = Estado(duracion, modo, interfaz)
+def servir(
+    puerto: int, duracion: float, modo: str, interfaz: str | None = None, retiene: bool = False
+) -> None:
+    estado = Estado(duracion, modo, interfaz, retiene)
     manejador = type("ManejadorA2A", (Manejador,), {"estado": estado})
     servidor = ThreadingHTTPServer(("127.0.0.1", puerto), manejador)
     servidor.daemon_threads = True
@@ -331,8 +348,10 @@ class Proceso:
         modo: str = "normal",
         puerto: int = 0,
         interfaz: str | None = None,
+        retiene: bool = False,
     ) -> None:
         otra = ["--interfaz", interfaz] if interfaz else []
+        otra += ["--retiene"] if retiene else []
         self.proceso = subprocess.Popen(
             [
                 sys.executable,
@@ -379,6 +398,12 @@ class Proceso:
         with urllib.request.urlopen(peticion, timeout=10) as respuesta:
             return str(json.load(respuesta)["result"]["status"]["state"])
 
+    def suelta(self) -> None:
+        """Con `retiene`: sus tareas acaban ya (las que estén trabajando y las que lleguen)."""
+        peticion = urllib.request.Request(f"{self.url}/suelta", data=b"", method="POST")
+        with urllib.request.urlopen(peticion, timeout=10) as respuesta:
+            respuesta.read()
+
     def para(self) -> None:
         """Lo mata (SIGKILL donde lo hay): sus tareas, que vivían en su memoria, se pierden."""
         if self.proceso.poll() is None:
@@ -399,8 +424,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--duracion", type=float, default=1.0, help="segundos por tarea")
     parser.add_argument("--modo", choices=MODOS, default="normal")
     parser.add_argument("--interfaz", help="la URL JSON-RPC que dice la tarjeta")
+    parser.add_argument(
+        "--retiene", action="store_true", help="las tareas trabajan hasta POST /suelta"
+    )
     opciones = parser.parse_args(argv)
-    servir(opciones.puerto, opciones.duracion, opciones.modo, opciones.interfaz)
+    servir(opciones.puerto, opciones.duracion, opciones.modo, opciones.interfaz, opciones.retiene)
 
 
 if __name__ == "__main__":
