@@ -8,6 +8,7 @@ more; below 1× we are behind, and the page lists every such figure in its own s
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import string
@@ -19,6 +20,8 @@ HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent / "docs"
 PAGE = DOCS / "rendimiento.md"
 TEMPLATE = HERE / "page_template.md"
+#: The in-browser run's figures (`benchmarks.navegador`), measured apart from `benchmarks.run`.
+NAVEGADOR = HERE / "results" / "navegador.json"
 PLOTS = {"bytes": DOCS / "rendimiento-almacen.svg", "cpu_per_step_ms": DOCS / "rendimiento-cpu.svg"}
 OURS = "lite"
 ANCHORS = ("synaptum", "langgraph")
@@ -120,6 +123,7 @@ def render(results: dict[str, Any]) -> str:
         "docs": _docs(results.get("docs_check")),
         "imports": _imports(results),
         "many_runs": _many_runs(results.get("many_runs")),
+        "navegador": _navegador(_read(NAVEGADOR)),
     }
     text = string.Template(TEMPLATE.read_text(encoding="utf-8")).substitute(fields)
     return text.rstrip() + "\n"
@@ -509,6 +513,85 @@ def _docs(docs: dict[str, Any] | None) -> str:
         "",
     ]
     lines += [f"- {stem}: {_ms(seconds * 1000)}" for stem, seconds in docs["per_notebook"].items()]
+    return "\n".join(lines)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+#: The goals of the in-browser run, on this machine at rest (ms).
+GOAL_READY_MS = 6000
+GOAL_FIRST_OUTPUT_MS = 1000
+
+
+def _navegador(data: dict[str, Any] | None) -> str:
+    """The in-browser run's table (`benchmarks.navegador`), and the goals it misses."""
+    if not data:
+        return "No medido todavía: `uv run python -m benchmarks.navegador`."
+    before = data.get("antes")
+    load = data["carga"]
+    lines = [
+        f"Medido el {data['fecha']} con {data['chromium']}, en {data['nucleos']} núcleos, con"
+        f" una carga media (1 min) de {_number(load['al_empezar'][0], 1)} al empezar y"
+        f" {_number(load['al_terminar'][0], 1)} al terminar; mediana de"
+        f" {data['repeticiones']} {'vez' if data['repeticiones'] == 1 else 'veces'} por página."
+        " La orden:",
+        "",
+        "```bash",
+        data["command"],
+        "```",
+        "",
+        "*Listo*, *primer clic* y *segundo clic* son del sitio "
+        + (f"del commit `{data['despues']}`." if data.get("despues") else "del árbol de trabajo."),
+        "",
+    ]
+    if before:
+        lines += [
+            f"*Antes* es el sitio del commit `{before}`, medido en la misma sesión y alternando"
+            " página a página: cargaba Python al pulsar el botón, en cada clic, así que no tenía"
+            " *listo* y cada clic incluye esa carga.",
+            "",
+        ]
+    header = ["página", "listo", "de ello, Pyodide", "primer clic", "segundo clic"]
+    if before:
+        header += ["antes: primer clic", "antes: segundo clic"]
+    rows = []
+    for row in data["paginas"]:
+        after = row["despues"]
+        cells = [
+            row["pagina"],
+            _ms(after["listo_ms"]),
+            _ms(after.get("pyodide_ms")),
+            _ms(after["primer_clic_ms"]),
+            _ms(after["segundo_clic_ms"]),
+        ]
+        if before:
+            old = row.get("antes") or {}
+            cells += [_ms(old.get("primer_clic_ms")), _ms(old.get("segundo_clic_ms"))]
+        rows.append(cells)
+    lines.append(_table(header, rows, "l" + "r" * (len(header) - 1)))
+    late = [
+        f"{row['pagina']} ({_ms(row['despues']['listo_ms'])})"
+        for row in data["paginas"]
+        if (row["despues"]["listo_ms"] or 0) > GOAL_READY_MS
+    ]
+    slow = [
+        f"{row['pagina']} ({_ms(value)})"
+        for row in data["paginas"]
+        for value in (row["despues"]["primer_clic_ms"], row["despues"]["segundo_clic_ms"])
+        if (value or 0) > GOAL_FIRST_OUTPUT_MS
+    ]
+    lines += [
+        "",
+        f"El objetivo, con la máquina en reposo: *listo* en {_ms(GOAL_READY_MS)} como mucho, y"
+        f" la primera salida a {_ms(GOAL_FIRST_OUTPUT_MS)} del clic como mucho.",
+        "",
+        "- *Listo* por encima del objetivo: "
+        + (", ".join(late) + "." if late else "ninguna página."),
+        "- Primera salida por encima del objetivo: "
+        + (", ".join(slow) + "." if slow else "ningún clic."),
+    ]
     return "\n".join(lines)
 
 
