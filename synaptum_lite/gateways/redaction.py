@@ -80,12 +80,16 @@ def held_back(text: str, secrets: Iterable[str]) -> int:
         first = end
         while first > max(0, end - 16 * len(secret)) and text[first - 1] in alphabet:
             first -= 1
+        escapes = "\\%&+" if " " in secret else "\\%&"
+        last_escape = max((i for i in range(first, end) if text[i] in escapes), default=-1)
         for at in range(first, start):
-            if text[at] not in starts:
-                continue
-            tail = text[at:]
-            escaped = any(c in "\\%&" for c in tail) or ("+" in tail and " " in secret)
-            if escaped or (len(tail) < len(secret) and secret.startswith(tail)):
+            if (
+                text[at] in starts
+                and (
+                    at <= last_escape  # the tail holds an escape: it may be an escaped form
+                    or (end - at < len(secret) and secret.startswith(text[at:]))
+                )
+            ):
                 start = at
                 break
     return end - start
