@@ -151,6 +151,33 @@ def test_python_loads_once_and_every_run_starts_as_a_fresh_kernel(base_url, brow
         assert page.value(_WASM_FETCHES) == 1, "pyodide.asm.wasm was fetched again"
 
 
+@pytest.mark.skipif(not ASKED, reason=OPT_IN)
+def test_a_cell_that_never_ends_is_stopped_and_python_starts_again(base_url, browser) -> None:
+    """An edited cell of 01 that loops for ever: while it runs the button says *Detener*;
+    pressing it ends the run and loads a fresh Python, and once the page says it is ready
+    again, the page's own code (put back with the mark's button) prints the block."""
+    button = "document.querySelector('.navegador-ejecutar button')"
+    with open_page(browser, base_url + page_url(N01)) as page:
+        page.wait_ready()
+        page.edit(PARAMETERS, "while True:\n    pass\n")
+        page.value(f"{button}.click(); true")
+        page.wait_until(f"{button}.textContent === 'Detener'", "the button did not offer to stop")
+        page.value(f"{button}.click(); true")
+        assert page.value("window.synaptumEjecucion.error") == "detenida"
+        page.value(
+            f"document.querySelectorAll('.navegador-marca')[{PARAMETERS}]"
+            ".querySelector('button').click(); true"
+        )
+        assert page.value(_EDITED) == 0, "the cell put back is still marked as edited"
+        assert page.value(
+            f"document.querySelectorAll('.jp-CodeCell .highlight-ipynb pre')[{PARAMETERS}]"
+            ".querySelector('span.n') !== null"
+        ), "the cell put back lost its colours"
+        run = read_run(page, N01, page.press())
+        _checked(run, "the run after stopping a cell that never ended")
+        assert run.record["cargas"] == 1, "the fresh worker loaded Python more than once"
+
+
 LONG_SENTENCE = (
     "la cuenta ES91210004184502000513ES91210004184502000513ES91210004184502000513 no existe, "
     "y esta frase es larga a propósito: se lee entera, partida en líneas, sin desplazar nada"

@@ -35,6 +35,7 @@
   // ── edited cells: marked, and each can go back to the page's code ─────────────────────────
   for (const code of codes) {
     const original = code.innerText;
+    const highlighted = code.innerHTML; // the page's code, coloured
     const cell = code.closest(".jp-CodeCell");
     code.setAttribute("contenteditable", "plaintext-only");
     code.setAttribute("spellcheck", "false");
@@ -47,7 +48,7 @@
     undo.type = "button";
     undo.textContent = "Volver al código de la página";
     undo.addEventListener("click", () => {
-      code.textContent = original;
+      code.innerHTML = highlighted;
       code.dispatchEvent(new Event("input"));
     });
     mark.append(undo);
