@@ -251,8 +251,13 @@ def to_result_text(value: Any) -> str:
             if isinstance(value, str)
             else json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         )
-    except ValueError:
-        raise ValueError("it holds NaN or an infinite number, which JSON has no form for") from None
+    except ValueError as exc:
+        circular = "ircular" in str(exc)  # json's "Circular reference detected"
+        raise ValueError(
+            "it contains itself (a circular reference), which JSON has no form for"
+            if circular
+            else "it holds NaN or an infinite number, which JSON has no form for"
+        ) from None
     except RecursionError:  # a value nested 100,000 deep: said, never a raw RecursionError
         raise ValueError("it nests lists or dicts deeper than JSON can be written") from None
     problem = text_problem(text)

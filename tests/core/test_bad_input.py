@@ -199,6 +199,13 @@ def test_a_run_id_or_an_agent_holding_half_a_surrogate_pair_is_refused_at_once()
     assert str(refused.value).endswith("put U+FFFD in its place")
 
 
+def circular() -> list[object]:
+    """A list that holds itself."""
+    value: list[object] = ["ES91"]
+    value.append(value)
+    return value
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
@@ -206,8 +213,9 @@ def test_a_run_id_or_an_agent_holding_half_a_surrogate_pair_is_refused_at_once()
         ({"saldo": float("nan")}, "it holds NaN or an infinite number"),
         (nested(100_000), "it nests lists or dicts deeper than JSON can be written"),
         (Informe(nested(100_000)), "it nests lists or dicts deeper than JSON can be written"),
+        (circular(), "it contains itself (a circular reference)"),
     ],
-    ids=["surrogate", "nan", "nested-100000-deep", "dataclass-nested-100000-deep"],
+    ids=["surrogate", "nan", "nested-100000-deep", "dataclass-nested-100000-deep", "circular"],
 )
 def test_a_tool_result_a_journal_cannot_keep_is_a_clear_error_naming_why(
     tmp_path: Path, value: object, problem: str
