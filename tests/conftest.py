@@ -1,5 +1,9 @@
 """The whole suite: bytecode is cached, the PostgreSQL server the tests started, if any, stops
-when the session ends, and the summary says which PostgreSQL the tests ran on."""
+when the session ends, and the summary says which PostgreSQL the tests ran on.
+
+The suite runs on pytest-xdist workers (`-n`, set in pyproject.toml), one test file per worker
+at a time (`--dist loadfile`: a file's module fixtures are made once). Each worker starts its
+own PostgreSQL when one of its tests needs it; the summary names what each worker ran on."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 _stopped_in: list[float] = []
+_from_workers: list[str] = []  # xdist: each worker's line about PostgreSQL
 
 NO_SIGKILL = pytest.mark.skip(
     reason="SIGKILLs child processes, and Windows has no SIGKILL (marker posix_signals)"
@@ -36,10 +41,28 @@ def pytest_sessionfinish(session, exitstatus):
     took = store.stop_embedded()
     if took is not None:
         _stopped_in.append(took)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes the summary
+        workeroutput["postgres"] = _postgres_line()
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    line = getattr(node, "workeroutput", {}).get("postgres")
+    if line:
+        _from_workers.append(f"{line} [{node.gateway.id}]")
+
+
+def _postgres_line() -> str:
     line = store.which_server()
     if _stopped_in:
         line += f", stopped and deleted in {_stopped_in[0]:.1f} s"
-    terminalreporter.write_line(line)
+    return line
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _from_workers:
+        for line in sorted(_from_workers):
+            terminalreporter.write_line(line)
+    else:
+        terminalreporter.write_line(_postgres_line())
