@@ -24,7 +24,11 @@ class Gateway(Protocol):
     model_calls: int
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer one model request. Raises `ProviderError` when the provider fails."""
+        """Answer one model request. Raises `ProviderError` when the provider fails.
+
+        The loop retries a failed call with the same `request` object, so a gateway can tell
+        the attempts of one call apart from a new call (the HTTP gateway's `deadline` does).
+        """
         ...
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[str | ModelResponse, None]:

@@ -317,7 +317,7 @@ EXPERIMENTOS = [
         parametros={"muere": "al-enviar"},
         se_ve=(
             "con el mensaje ya enviado y su id aún sin escribir",
-            "encontrada por su contexto (ListTasks), sin reenviar",
+            "encontrada por el id de su mensaje (ListTasks), sin reenviar",
             "1 mensaje recibido",
         ),
     ),
