@@ -46,7 +46,12 @@ def load_average() -> float | None:
 def start_hogs(count: int) -> list[subprocess.Popen[bytes]]:
     """`count` processes that burn one CPU each until killed."""
     return [
-        subprocess.Popen([sys.executable, "-c", _HOG], stdin=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", _HOG],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # a hog holds no pipe of whoever reads carga's output
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(count)
     ]
 

@@ -99,6 +99,17 @@ COMMANDS: dict[str, How] = {
         "the whole measurement at N = 10 and 20, once",
         ("benchmarks/core_journal.py", "--sizes", "10", "20", "--repeats", "1"),
     ),
+    "uv run python -m scripts.carga --times 3 -- uv run pytest": How(
+        "measures",
+        "two runs beside one hog of a command that passes (the suite three times takes minutes; "
+        "tests/docs/test_carga.py checks what it reports)",
+        ("-m", "scripts.carga", "--hogs", "1", "--times", "2", "--", "python3", "-c", "pass"),
+    ),
+    "uv run python -m scripts.carga --times 10 -- uv run python -m scripts.update_pages --check": How(  # noqa: E501
+        "measures",
+        "two runs beside one hog of a command that passes (the check ten times takes minutes)",
+        ("-m", "scripts.carga", "--hogs", "1", "--times", "2", "--", "python3", "-c", "pass"),
+    ),
     "python3 scripts/modelo_local.py start": How("ci", "python3 scripts/modelo_local.py start"),
     "uv run --extra http python -m scripts.captura_modelo": How(
         "test",
