@@ -407,20 +407,9 @@ async def _un_subagente_no_puede_pedir_aprobacion() -> None:
 
 @afirmacion("limites.subrun-en-el-mismo-almacen")
 async def _el_subrun_va_en_el_almacen_del_padre_y_se_exporta_con_el() -> None:
-    hijo = Agent("hijo", model="m", instructions="Contesta.", description="Contesta.")
-    padre = Agent("padre", model="m", instructions="Delega.", delegates=[hijo])
-
-    def responder(request):
-        if request.messages[0].content.startswith(hijo.instructions):
-            return says("hecho")
-        if any(m.role is Role.TOOL for m in request.messages):
-            return says("listo")
-        return calls("hijo", task="hazlo")
-
-    store = MemoryCheckpointer()
-    await _drive(padre, Session("p", ScriptedGateway([responder] * 4), store))
+    store, exported = await _a_run_with_a_sub_run()
     assert (await store.load("p/000001-delegate")).closed
-    lines = [json.loads(line) for line in await export_run(store, "p")]
+    lines = [json.loads(line) for line in exported]
     assert {line["run_id"] for line in lines if "run_id" in line} == {"p", "p/000001-delegate"}
 
 
