@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from tests.postgres import store
+from tests.real import NO_SERVER
 
 # Imports are most of a kernel's start-up (about 1 s with .pyc files, 4 s without, here). uv
 # no longer compiles the environment (pyproject.toml says why), so Python writes each .pyc the
@@ -80,6 +81,11 @@ def _postgres_line() -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    url = os.environ.get("SYNAPTUM_LOCAL_MODEL_URL")  # tests/real: did the real model run?
+    if url:
+        terminalreporter.write_line(f"real model: llama-server at {url}")
+    else:
+        terminalreporter.write_line(NO_SERVER, yellow=True, bold=True)
     if _from_workers:
         for line in sorted(_from_workers):
             terminalreporter.write_line(line)
