@@ -31,26 +31,7 @@ NO_SIGKILL = pytest.mark.skip(
 )
 
 
-#: The files that take longest, started first: xdist hands out whole files in collection order,
-#: so a long one collected last would run alone at the end while the other workers idle
-#: (measured at rest: the real model running every notebook, 119 s in one fixture; the
-#: parameters' and Pruébalo's papermill runs; Pyodide under Node; Chromium on every page).
-SLOWEST_FIRST = (
-    "tests/real/test_notebooks_on_a_real_model.py",
-    "tests/real/test_local_model.py",
-    "tests/docs/test_parametros.py",
-    "tests/docs/test_pruebalo.py",
-    "tests/navegador/test_pyodide_node.py",
-    "tests/site/test_en_el_navegador.py",
-)
-
-
 def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return SLOWEST_FIRST.index(path) if path in SLOWEST_FIRST else len(SLOWEST_FIRST)
-
-    items.sort(key=rank)  # stable: within a file, and among the rest, the order is pytest's
     if sys.platform == "win32":
         for item in items:
             if item.get_closest_marker("posix_signals"):
