@@ -594,6 +594,13 @@ def run_until_it_fails(
 STREAMS = pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
 
 
+def own_copy(server: FaultServer, scenario: str, tmp_path: Path) -> str:
+    """A name of this test's own for `scenario`, so its requests are counted apart."""
+    name = f"{scenario}_{tmp_path.name}"
+    server.scenarios[name] = server.scenarios[scenario]
+    return name
+
+
 @STREAMS
 def test_the_deadline_is_the_whole_call_so_a_server_that_never_finishes_is_asked_once(
     server: FaultServer, tmp_path: Path, streaming: bool
@@ -601,8 +608,7 @@ def test_the_deadline_is_the_whole_call_so_a_server_that_never_finishes_is_asked
     # Each attempt ends only by the deadline (the server never finishes, however fast the
     # machine is), so no time is left for a second: one request, where the loop allows four.
     scenario = "stream_keep_alive_until_gone" if streaming else "trickles_forever"
-    name = f"{scenario}_{tmp_path.name}"
-    server.scenarios[name] = server.scenarios[scenario]
+    name = own_copy(server, scenario, tmp_path)
 
     # 2 s: time enough for the request to reach the server on a busy machine
     error = run_until_it_fails(gateway(server, name, deadline=2.0), tmp_path, streaming=streaming)
@@ -619,8 +625,7 @@ def test_a_retry_has_only_what_is_left_of_the_calls_deadline(
     # The first attempt fails at once (500), the second never finishes: it ends at the call's
     # deadline, and no third starts.
     scenario = "fails_then_keeps_alive_forever" if streaming else "fails_then_trickles_forever"
-    name = f"{scenario}_{tmp_path.name}"
-    server.scenarios[name] = server.scenarios[scenario]
+    name = own_copy(server, scenario, tmp_path)
 
     error = run_until_it_fails(gateway(server, name, deadline=3.0), tmp_path, streaming=streaming)
 
@@ -635,8 +640,7 @@ def test_no_attempt_starts_once_the_loops_wait_has_spent_the_deadline(
 ) -> None:
     # The server asks to wait (429, then 500, then it answers); the loop's wait is longer
     # than the whole deadline, so the second attempt is never sent.
-    name = f"flaky_{tmp_path.name}"
-    server.scenarios[name] = server.scenarios["flaky"]
+    name = own_copy(server, "flaky", tmp_path)
     waited: list[float] = []
 
     async def past_the_deadline(seconds: float) -> None:
@@ -657,8 +661,7 @@ def test_an_attempt_that_outlives_its_attempt_timeout_is_retried_within_the_dead
     server: FaultServer, tmp_path: Path, streaming: bool
 ) -> None:
     scenario = "stream_keep_alive_until_gone" if streaming else "trickles_forever"
-    name = f"{scenario}_{tmp_path.name}"
-    server.scenarios[name] = server.scenarios[scenario]
+    name = own_copy(server, scenario, tmp_path)
     # 1 s: time enough for each request to reach the server on a busy machine
     model = gateway(server, name, attempt_timeout=1.0)  # and the default deadline, 600 s
 
