@@ -16,8 +16,6 @@ import asyncio
 import hashlib
 import json
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,20 +25,10 @@ from synaptum_lite import Agent, Risk, Role, Session, SqliteCheckpointer, tool
 from synaptum_lite.stores.transfer import seal
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
-from .test_kill import ROOT, child, effects
+from .test_cli import cli
+from .test_kill import child, effects
 
 pytestmark = pytest.mark.posix_signals  # the cashier's child dies by SIGKILL after its transfer
-
-
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "synaptum_lite", *args],
-        cwd=ROOT,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def exported(store: Path, run_id: str, *flags: str) -> list[str]:
