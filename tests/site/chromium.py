@@ -167,6 +167,7 @@ class Browser:
         target = self._endpoint("/json/new?about:blank", method="PUT")
         tab = Tab(target["webSocketDebuggerUrl"], self.timeout)
         try:
+            tab.send("Page.bringToFront")
             yield tab
         finally:
             tab.close()
@@ -354,7 +355,10 @@ def screenshot(tab: Tab, path: Path) -> None:
 
 def frames(tab: Tab) -> None:
     """Wait for the page's next two frames: what was just changed (a size, a scroll) is laid
-    out and painted."""
+    out and painted. The tab is brought to the front first: a tab behind another is hidden,
+    and a hidden page's requestAnimationFrame never fires (seen: another tab opened, or the
+    browser's first tab raised when the previous test's tab closed, and this wait hung)."""
+    tab.send("Page.bringToFront")
     tab.send(
         "Runtime.evaluate",
         expression="new Promise((go) => requestAnimationFrame(() => requestAnimationFrame(go)))",

@@ -112,3 +112,24 @@ def test_the_home_table_is_read_whole(size: str, base_url: str, browser: Browser
         )
         screenshot(tab, SCREENSHOTS / f"inicio-tabla-{size}.png")
     assert problems == [], f"the home table at {width}×{height}: " + "; ".join(problems)
+
+
+def test_a_tab_behind_another_still_paints(base_url: str, browser: Browser) -> None:
+    """A tab that another tab covers is hidden, and a hidden page never runs its
+    requestAnimationFrame: `frames` waited on it until the websocket's hang bound (a CI run
+    failed so). `frames` brings its tab to the front, so the wait returns and the page is
+    visible again."""
+    with browser.tab() as behind:
+        behind.send("Page.enable")
+        behind.load(base_url, 1280, 800, mobile=False, deadline=time.monotonic() + browser.timeout)
+        with browser.tab() as front:
+            front.send("Page.navigate", url="about:blank")
+            state = behind.send(
+                "Runtime.evaluate", expression="document.visibilityState", returnByValue=True
+            )
+            assert state["result"]["value"] == "hidden", "the covered tab is the case tested"
+            frames(behind)
+            state = behind.send(
+                "Runtime.evaluate", expression="document.visibilityState", returnByValue=True
+            )
+            assert state["result"]["value"] == "visible"
