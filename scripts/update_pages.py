@@ -5,7 +5,10 @@
     uv run python -m scripts.update_pages notebooks/propiedades/02_durabilidad.ipynb
 
 Run on every notebook, it also rewrites the package's layout (each folder's size, and the tree
-on Conceptos: `scripts/layout.py`); run on named notebooks, it touches only them.
+on Conceptos: `scripts/layout.py`) and the facts about the kit on the home page, *Probar* and
+the README (which notebooks kill a process, run in the browser, how long each takes to read
+and to run: `scripts/hechos.py`; run times are recorded only when every notebook ran and
+passed); run on named notebooks, it touches only them.
 
 Each notebook runs in a fresh kernel (the same runner as `tests/docs`), without the variables
 that select a real model. A notebook that fails is reported and left untouched. Updating also
@@ -25,7 +28,7 @@ if __name__ == "__main__":
     # The warm parent imports ipykernel while this process imports nbclient, below.
     kernel_zygote.start_early(kernel_zygote.check_environment())
 
-from scripts import layout  # noqa: E402
+from scripts import hechos, layout  # noqa: E402
 from scripts.kernel import run_notebooks_sync  # noqa: E402
 from scripts.pages import (  # noqa: E402
     PROPERTY_NOTEBOOKS,
@@ -67,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = [_named(path) for path in options.notebooks] or property_notebooks()
 
     failed = 0
+    seconds: dict[str, float] = {}
     for path, run in zip(paths, run_notebooks_sync(paths), strict=True):
+        seconds[path.stem] = run.seconds
         notebook = read_notebook(path)
         name = f"{relative(path)} ({run.seconds:.2f} s)"
         if run.problems():
@@ -103,6 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     for stale in layout.write(check=options.check) if not options.notebooks else []:
         failed += options.check
         print(f"{'DIFFERS' if options.check else 'updated'} {stale} (the package's layout)")
+    # the facts about the kit (scripts/hechos.py): the run times are recorded from this run
+    # only when every notebook ran and passed; --check compares the pages with the recorded
+    # times and never with a clock
+    if not options.notebooks:
+        if not options.check and not failed and hechos.record_times(seconds):
+            print(f"updated {relative(hechos.TIMES)} (each notebook's run time, as a class)")
+        for stale in hechos.write(check=options.check):
+            failed += options.check
+            print(f"{'DIFFERS' if options.check else 'updated'} {stale} (facts about the kit)")
     return 1 if failed else 0
 
 

@@ -1,5 +1,8 @@
 """Every command a page shows runs: the README's table and its *Empezar* block, the commands
-table of *Probar*, the block of *Inicio*, and each notebook's *Cómo correrlo*.
+table of *Probar*, the block of *Inicio*, each notebook's *Cómo correrlo*, and every command
+written in backticks inside the prose of a page of `docs/` or the README (`prose_commands`: a
+`uv run …`, `synaptum-lite …` or `python -m …` in a paragraph, a list item or a table row), so
+a misspelt command in a sentence fails like one in a block.
 
 Each command is in `COMMANDS`, with how the tests run it; a command a page shows that is not
 there fails. How, by kind:
@@ -57,6 +60,29 @@ COMMANDS: dict[str, How] = {
     "uv run pytest": How("suite", ".ci/run runs it"),
     "uv run pytest tests/docs -q": How("suite", "part of `uv run pytest`"),
     "uv run pytest tests/site": How("suite", "part of `uv run pytest`"),
+    "uv run pytest tests/postgres": How("suite", "part of `uv run pytest`"),
+    "uv run --group lab jupyter lab notebooks/propiedades --allow-root": How(
+        "opens", "JupyterLab on the folder, as root", ("jupyter-lab",)
+    ),
+    "python -m asyncio": How("opens", "Python's asyncio console", ("python",)),
+    "python -m synaptum_lite": How("here", "its --help", ("-m", "synaptum_lite", "--help")),
+    "synaptum-lite runs ALMACÉN --state open --json": How(
+        "here",
+        "--help of `runs` (ALMACÉN stands for a store; tests/core/test_cli.py runs the options)",
+        ("-m", "synaptum_lite", "runs", "--help"),
+    ),
+    "uv run python -m scripts.claims": How(
+        "here", "its --help", ("-m", "scripts.claims", "--help")
+    ),
+    "uv run python -m scripts.claims --actualiza": How(
+        "here",
+        "--help only: it rewrites tests/docs/afirmaciones.lock (tests/docs/test_afirmaciones.py "
+        "writes a temporary one with the same function, write_lock)",
+        ("-m", "scripts.claims", "--help"),
+    ),
+    "python3 -m pip install uv": How(
+        "here", "pip's --help only: it would install uv", ("-m", "pip", "--help")
+    ),
     "uv run --group lab jupyter lab notebooks/propiedades": How(
         "opens", "JupyterLab on the folder", ("jupyter-lab",)
     ),
@@ -164,18 +190,51 @@ def bash_commands(markdown: str) -> list[str]:
     return lines
 
 
+#: How a command written in backticks in a sentence begins.
+_PROSE_COMMAND = re.compile(r"^(?:uv run\s|synaptum-lite\s|python3? -m\s)")
+
+
+def prose_commands(markdown: str) -> list[str]:
+    """The commands written in backticks inside the prose of a page: every paragraph, list
+    item, table row and HTML block (not code fences or headings) whose inline code begins
+    like a command (`_PROSE_COMMAND`), its spaces collapsed."""
+    from scripts.claims import blocks
+
+    found = []
+    for _, text in blocks(markdown):
+        for span in re.findall(r"(?<!`)`([^`]+)`(?!`)", text):
+            command = " ".join(span.split())
+            if _PROSE_COMMAND.match(command):
+                found.append(command)
+    return found
+
+
+def prose_pages() -> dict[str, str]:
+    """Every page whose prose is read for commands: the pages of docs/ and the README."""
+    pages = {f"docs/{path.name}": path for path in sorted(DOCS.glob("*.md"))}
+    pages["README.md"] = REPO / "README.md"
+    return {name: path.read_text(encoding="utf-8") for name, path in pages.items()}
+
+
 def shown_commands() -> dict[str, list[str]]:
-    """Every command each page shows, by page."""
+    """Every command each page shows, by page: its blocks and tables, and its prose."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     probar = (DOCS / "probar.md").read_text(encoding="utf-8")
     inicio = (DOCS / "index.md").read_text(encoding="utf-8")
     escalar = (DOCS / "escalar.md").read_text(encoding="utf-8")
-    return {
+    shown = {
         "README.md": table_commands(readme) + bash_commands(readme),
         "docs/probar.md": table_commands(probar),
         "docs/index.md": bash_commands(inicio),
         "docs/escalar.md": table_commands(escalar),
     }
+    for page, text in prose_pages().items():
+        shown[page] = shown.get(page, []) + [
+            command
+            for command in dict.fromkeys(prose_commands(text))
+            if command not in shown.get(page, [])
+        ]
+    return shown
 
 
 def unrun(pages: dict[str, list[str]], commands: dict[str, How] = COMMANDS) -> list[str]:
