@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.anchors import Contender
-from benchmarks.workload import growth_exponent
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 1800  # seconds; upstream Synaptum needs minutes to return a closed run of 400 steps
@@ -177,18 +175,6 @@ def measure_once(contender: Contender, n: int, stores: Stores) -> dict[str, Any]
     }
 
 
-_MEDIANS = (
-    "bytes",
-    "cpu_per_step_ms",
-    "closed_run_ms",
-    "first_call_after_kill_ms",
-    "repeated_tools_after_kill",
-    "repeated_model_calls_after_kill",
-    "race_duplicate_tools",
-    "race_duplicate_model_calls",
-)
-
-
 def measure(
     contenders: list[Contender],
     sizes: list[int],
@@ -197,7 +183,7 @@ def measure(
     postgres_url: str | None,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Medians over `repeats` for every contender and N, with every repeat kept."""
+    """Every repeat of every contender at every N (the raw measurements), and each failure."""
     stores = Stores(scratch, postgres_url)
     samples: dict[str, dict[int, list[dict[str, Any]]]] = {
         c.key: {n: [] for n in sizes} for c in contenders
@@ -221,25 +207,13 @@ def measure(
                 where = f"repeat {repeat + 1}/{repeats} · N={n:<4} {contender.label:<32}"
                 log(f"  {where} {seconds:7.1f} s")
 
-    report: dict[str, Any] = {}
-    for contender in contenders:
-        rows = []
-        for n in sizes:
-            taken = samples[contender.key][n]
-            if not taken:
-                continue
-            row: dict[str, Any] = {"n": n, "repeats": len(taken)}
-            for name in _MEDIANS:
-                values = [s[name] for s in taken if s[name] is not None]
-                row[name] = statistics.median(values) if values else None
-            row["race_outcomes"] = [s["race_outcomes"] for s in taken]
-            row["samples"] = taken
-            rows.append(row)
-        report[contender.key] = {
+    # every repeat as measured; `benchmarks.provenance.derive` makes the rows of medians
+    return {
+        contender.key: {
             "label": contender.label,
             "python": contender.python_version,
-            "rows": rows,
-            "growth_exponent": growth_exponent(rows) if len(rows) >= 2 else None,
+            "samples": {str(n): samples[contender.key][n] for n in sizes},
             "failure": failures.get(contender.key),
         }
-    return report
+        for contender in contenders
+    }

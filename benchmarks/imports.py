@@ -1,12 +1,12 @@
 """What importing each contender costs: `python -c "<imports>"` against `python -c pass` under
-the same interpreter, as subprocesses, alternating, medians over repeats. The cost is the
-difference of the medians; the interpreter's own start-up is reported beside it.
+the same interpreter, as subprocesses, alternating. Every repeat is kept (the raw timings); the
+cost is the difference of their medians (`benchmarks.provenance`), and the interpreter's own
+start-up is reported beside it.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import time
 
@@ -27,7 +27,7 @@ def _seconds(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def measure(contenders: list[Contender], repeats: int) -> dict[str, dict[str, float]]:
+def measure(contenders: list[Contender], repeats: int) -> dict[str, dict[str, object]]:
     report = {}
     for contender in contenders:
         if contender.key == "lite_postgres":
@@ -41,10 +41,10 @@ def measure(contenders: list[Contender], repeats: int) -> dict[str, dict[str, fl
             first, second = (_seconds(command) for command in pair)
             with_import.append(first if repeat % 2 == 0 else second)
             bare.append(second if repeat % 2 == 0 else first)
+        # every repeat as measured; `benchmarks.provenance.derive` makes the medians of them
         report[contender.key] = {
             "statement": contender.imports,
-            "python_start_ms": statistics.median(bare) * 1000,
-            "with_import_ms": statistics.median(with_import) * 1000,
-            "import_ms": max(statistics.median(with_import) - statistics.median(bare), 0.0) * 1000,
+            "python_start_s": bare,
+            "with_import_s": with_import,
         }
     return report

@@ -37,7 +37,6 @@ import json
 import os
 import random
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.workload import log_log_slope
+from benchmarks import provenance
 from synaptum_lite import (
     Agent,
     Checkpointer,
@@ -116,10 +115,6 @@ async def _fill(store: Checkpointer, template: Any, first: int, last: int, prefi
         await store.append(run_id, events)
 
 
-def _median_ms(samples: list[float]) -> float:
-    return round(statistics.median(samples) * 1000, 3)
-
-
 async def _close(store: Checkpointer) -> None:
     close = getattr(store, "close", None)
     if close is not None:
@@ -134,15 +129,15 @@ class Kind:
 
 
 async def _measure(kind: Kind, closed: int, repeats: int, rng: random.Random) -> dict[str, Any]:
-    from synaptum_lite.cli.main import main as cli
+    from synaptum_lite.cli import run as operator_command
 
-    opened_ms, returned_ms, listed_ms = [], [], []
+    opened_s, returned_s, listed_s = [], [], []
     for _ in range(repeats):
         run_id = f"abierto-{rng.randrange(OPEN_RUNS):05d}"
         began = time.perf_counter()
         store = kind.open()
         events = await load_events(store, run_id)
-        opened_ms.append(time.perf_counter() - began)
+        opened_s.append(time.perf_counter() - began)
         await _close(store)
         assert len(events) == 19
 
@@ -152,7 +147,7 @@ async def _measure(kind: Kind, closed: int, repeats: int, rng: random.Random) ->
         store = kind.open()
         async for step in _agent().run(TASK, session=Session(run_id, gateway, store)):
             final = step
-        returned_ms.append(time.perf_counter() - began)
+        returned_s.append(time.perf_counter() - began)
         await _close(store)
         assert isinstance(final, FinalStep) and gateway.model_calls == 0
 
@@ -160,15 +155,16 @@ async def _measure(kind: Kind, closed: int, repeats: int, rng: random.Random) ->
         out = io.StringIO()
         began = time.perf_counter()
         with contextlib.redirect_stdout(out):
-            code = await cli.run(["runs", *kind.location, "--state", "open", "--json"])
-        listed_ms.append(time.perf_counter() - began)
+            code = await operator_command(["runs", *kind.location, "--state", "open", "--json"])
+        listed_s.append(time.perf_counter() - began)
         assert code == 0, out.getvalue()
         assert len(out.getvalue().splitlines()) == OPEN_RUNS + 1  # and the open template
+    # every sample, in seconds; `benchmarks.provenance.derive` makes the medians of them
     return {
         "runs": closed + OPEN_RUNS,
-        "open_ms": _median_ms(opened_ms),
-        "return_closed_ms": _median_ms(returned_ms),
-        "list_open_ms": _median_ms(listed_ms),
+        "open_s": opened_s,
+        "return_closed_s": returned_s,
+        "list_open_s": listed_s,
     }
 
 
@@ -183,15 +179,10 @@ async def grow(kind: Kind, sizes: list[int], repeats: int) -> dict[str, Any]:
         filling = time.perf_counter() - began
         filled = size
         row = await _measure(kind, size, repeats, rng)
-        row["fill_s"] = round(filling, 1)
+        row["fill_s"] = filling
         rows.append(row)
-        print(f"  {kind.name:<10} {json.dumps(row)}", flush=True)
-    exponents = {
-        key: round(log_log_slope([(r["runs"], r[key]) for r in rows]), 2)
-        for key in ("open_ms", "return_closed_ms", "list_open_ms")
-    }
-    print(f"  {kind.name:<10} exponents {json.dumps(exponents)}", flush=True)
-    return {"rows": rows, "exponents": exponents}
+        print(f"  {kind.name:<10} {json.dumps(provenance.many_runs_row(row))}", flush=True)
+    return {"rows": rows}
 
 
 # ── PostgreSQL: a worker pool against one process ──────────────────────────────────────────
@@ -350,7 +341,6 @@ def _pool(
         "runs_with_tool_x1": sum(1 for t in tools if t == 1),
         "driven_twice": sum(1 for m, t in zip(model, tools, strict=True) if m > 2 or t > 1),
         "worker_cpu_ms_per_run": round(cpu / pool_runs * 1000, 2),
-        "wall_ms_per_run": round(elapsed / pool_runs * 1000, 2),
         "start_s": round(began - starting, 2),
         "workers": per_worker,
     }
@@ -391,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not options.only_pool:
             sqlite = Kind("sqlite", lambda: SqliteCheckpointer(path), [str(path)])
             results["sqlite"] = asyncio.run(grow(sqlite, options.sizes, options.repeats))
-            results["sqlite"]["file_mb"] = round(path.stat().st_size / 1e6, 1)
+            results["sqlite"]["file_bytes"] = path.stat().st_size
         if not options.no_postgres:
             from synaptum_lite.stores.postgres import PostgresCheckpointer
 
@@ -411,7 +401,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if not options.only_pool:
                 results["postgres"] = asyncio.run(grow(postgres, options.sizes, options.repeats))
             results["pool"] = pool(url, Path(scratch), options.pool_runs)
-            print(f"  pool       {json.dumps(results['pool'])}", flush=True)
+            print(f"  pool       {json.dumps(provenance.pool(results['pool']))}", flush=True)
     return results
 
 
@@ -425,13 +415,12 @@ def pool(url: str, scratch: Path, pool_runs: int) -> dict[str, Any]:
         "model_latency_ms": LATENCY * 1000,
         "load_at_start": load,
         "cores": os.cpu_count(),
-        "one_process_s": round(one, 2),
-        "four_processes_s": round(four, 2),
-        "speedup": round(one / four, 2),
+        "one_process_s": one,
+        "four_processes_s": four,
         "one_process": one_counts,
         "four_processes": four_counts,
     }
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=1))
+    print(json.dumps(provenance.many_runs(main()), indent=1))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import string
 from collections.abc import Callable
 from pathlib import Path
@@ -103,7 +102,7 @@ def render(results: dict[str, Any]) -> str:
     runs = {key: value for key, value in results.get("durable_runs", {}).items() if value["rows"]}
     sizes = results["settings"]["sizes"]
     reference = REFERENCE_N if REFERENCE_N in sizes else max(sizes)
-    figures = Figures(runs, sizes)
+    figures = Figures(runs, sizes, results.get("raw", {}).get("durable_runs", {}))
     fields = {
         "command": results["command"],
         "machine": _machine(results),
@@ -120,7 +119,7 @@ def render(results: dict[str, Any]) -> str:
         "resume": figures.table("first_call_after_kill_ms", _ms),
         "repeated": figures.repeated(),
         "race_outcomes": figures.race_outcomes(reference),
-        "docs": _docs(results.get("docs_check")),
+        "docs": _docs(_docs_results(results)),
         "imports": _imports(results),
         "many_runs": _many_runs(results.get("many_runs")),
         "navegador": _navegador(_read(NAVEGADOR)),
@@ -130,11 +129,13 @@ def render(results: dict[str, Any]) -> str:
 
 
 class Figures:
-    """The durable-run medians, by contender and N, as the tables show them."""
+    """The durable-run medians, by contender and N, as the tables show them, and the repeats
+    they are the medians of."""
 
-    def __init__(self, runs: dict[str, Any], sizes: list[int]) -> None:
+    def __init__(self, runs: dict[str, Any], sizes: list[int], raw: dict[str, Any]) -> None:
         self.runs = runs
         self.sizes = sizes
+        self.raw = raw  # every repeat, by contender and N (the raw timings)
         self.present = [key for key in ORDER if key in runs]
         self.anchors = [key for key in ANCHORS if key in runs]
 
@@ -147,7 +148,8 @@ class Figures:
 
     def spread(self, key: str, n: int, metric: str, show: Callable[[Any], str]) -> str:
         """The lowest and highest of the repeats: how far apart a noisy machine put them."""
-        values = [sample[metric] for sample in self.value(key, n, "samples") or []]
+        samples = self.raw.get(key, {}).get("samples", {}).get(str(n), [])
+        values = [sample[metric] for sample in samples]
         values = [value for value in values if value is not None]
         return f"{show(min(values))}–{show(max(values))}" if values else "—"
 
@@ -212,23 +214,34 @@ class Figures:
 
 
 def _machine(results: dict[str, Any]) -> str:
-    machine, settings = results["machine"], results["settings"]
+    """The provenance: the machine, the commit, and the digest of the raw timings."""
+    provenance, settings = results["provenance"], results["settings"]
+    machine = provenance["machine"]
 
     def loads(key: str) -> str:
         return ", ".join(_number(x, 1) for x in machine.get(key, [])) or "—"
 
     memory = _number(machine["memory_gib"], 0)
+    changed = provenance.get("uncommitted") or []
+    tree = (
+        "sin cambios sin commit en lo que se mide"
+        if not changed
+        else "con cambios sin commit en " + ", ".join(f"`{path}`" for path in changed)
+    )
     return "\n".join(
         [
             f"- {machine['cores']} núcleos ({machine['cpu']}), {memory} GiB de memoria, "
-            f"{machine['system']}.",
+            f"{machine['system']}, {machine['python']}.",
             f"- Carga media (1, 5 y 15 min) al empezar: {loads('load_at_start')}; al terminar: "
             f"{loads('load_at_end')}.",
-            f"- Medido el {results['date']}; la orden entera tardó "
-            f"{_duration(results.get('elapsed_s'))}.",
+            f"- Medido el {results['date']} en el commit `{provenance['commit']}`, {tree}; la "
+            f"orden entera tardó {_duration(results.get('elapsed_s'))}.",
             f"- Repeticiones: {settings['repeats']} por medida y N en los runs durables, "
             f"{settings['docs_repeats']} al comprobar los cuadernos, "
             f"{settings['import_repeats']} al importar.",
+            "- Cada repetición se guarda tal cual en `benchmarks/results/latest.json` (`raw`), y"
+            " cada tabla de esta página se rehace a partir de ellas al comprobar el sitio. Su"
+            f" huella sha256: `{provenance['raw_sha256']}`.",
         ]
     )
 
@@ -298,12 +311,12 @@ def _summary(results: dict[str, Any], figures: Figures, n: int) -> str:
             cells += [_ms(theirs), _ratio(theirs, ours)]
         rows.append(cells)
     lines = [f"## Resumen (N = {n})", "", _table(header, rows, "l" + "r" * (len(header) - 1))]
-    docs = results.get("docs_check") or {}
-    if "times" in docs:
-        ours = statistics.median(docs["times"]["docs check"])
+    docs = _docs_results(results)
+    if "median_s" in docs:
+        ours = docs["median_s"]["docs check"]
         ratios = ", ".join(
-            f"{name} {_ratio(statistics.median(values), ours)}"
-            for name, values in docs["times"].items()
+            f"{name} {_ratio(median, ours)}"
+            for name, median in docs["median_s"].items()
             if name != "docs check"
         )
         count = len(docs["notebooks"]) * docs.get("copies", 1)
@@ -354,11 +367,10 @@ def _behind(results: dict[str, Any], figures: Figures) -> str:
                 f"- {figures.label(key)} se importa antes: {_ms(theirs)} frente a {_ms(ours)} "
                 f"({_ratio(theirs, ours)})."
             )
-    docs = results.get("docs_check") or {}
-    if "times" in docs:
-        ours = statistics.median(docs["times"]["docs check"])
-        for name, values in docs["times"].items():
-            theirs = statistics.median(values)
+    docs = _docs_results(results)
+    if "median_s" in docs:
+        ours = docs["median_s"]["docs check"]
+        for name, theirs in docs["median_s"].items():
             if name != "docs check" and theirs < ours:
                 findings.append(
                     f"- {name} comprueba los cuadernos antes: {_ms(theirs * 1000)} frente a "
@@ -411,16 +423,14 @@ def _goals_missed(results: dict[str, Any], figures: Figures) -> str:
             f"- Importar el paquete: {_ms(imported['import_ms'])} por encima de arrancar Python;"
             f" la meta es {_number(IMPORT_GOAL_MS, 0)} ms o menos."
         )
-    docs = results.get("docs_check") or {}
-    if "nbmake" in docs.get("times", {}):
-        ours = statistics.median(docs["times"]["docs check"])
-        ratio = statistics.median(docs["times"]["nbmake"]) / ours
+    docs = _docs_results(results)
+    if "nbmake" in docs.get("median_s", {}):
+        ours = docs["median_s"]["docs check"]
+        ratio = docs["median_s"]["nbmake"] / ours
         if ratio < DOCS_GOAL:
-            spread = docs["times"].get("nbmake -n 2")
+            spread = docs["median_s"].get("nbmake -n 2")
             also = (
-                ""
-                if spread is None
-                else f" ({_number(statistics.median(spread) / ours, 1)}× antes que nbmake -n 2)"
+                "" if spread is None else f" ({_number(spread / ours, 1)}× antes que nbmake -n 2)"
             )
             findings.append(
                 f"- Comprobar los cuadernos: {_number(ratio, 1)}× antes que nbmake{also}; la meta"
@@ -467,7 +477,7 @@ def _docs(docs: dict[str, Any] | None) -> str:
             + docs["failure"]
             + "\n```"
         )
-    ours = statistics.median(docs["times"]["docs check"])
+    ours = docs["median_s"]["docs check"]
     count = len(docs["notebooks"]) * docs.get("copies", 1)
     environment = "test + bench + lab" if "lab" in docs["environment"] else "test + bench, el de CI"
     lines = [
@@ -486,19 +496,18 @@ def _docs(docs: dict[str, Any] | None) -> str:
             " (pytest-xdist): es la comparación con los mismos núcleos.",
         ]
     rows = []
-    for name, values in docs["times"].items():
-        median = statistics.median(values)
+    for name, median in docs["median_s"].items():
         rows.append(
             [
                 name,
                 CHECKS.get(name, ""),
                 _ms(median * 1000),
-                _ms(min(values) * 1000),
+                _ms(docs["fastest_s"][name] * 1000),
                 _ratio(median, ours),
             ]
         )
     lines.append(_table(["orden", "qué comprueba", "mediana", "la más rápida", "×"], rows, "llrrr"))
-    if "nbmake" not in docs["times"]:
+    if "nbmake" not in docs["median_s"]:
         lines += ["", "nbmake no estaba instalado en el entorno de la orden: no se midió."]
     if docs.get("left_out"):
         lines += [
@@ -514,6 +523,15 @@ def _docs(docs: dict[str, Any] | None) -> str:
     ]
     lines += [f"- {stem}: {_ms(seconds * 1000)}" for stem, seconds in docs["per_notebook"].items()]
     return "\n".join(lines)
+
+
+def _docs_results(results: dict[str, Any]) -> dict[str, Any]:
+    """The docs check as the page reads it: what was run (the raw record: the notebooks, the
+    environment, each notebook's time) and the medians of its timings (the table)."""
+    raw = results.get("raw", {}).get("docs_check")
+    if not raw:
+        return {}
+    return {**raw, **results.get("docs_check", {})}
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -13,7 +13,9 @@ sitting, then the results (JSON) and the page that shows them (docs/rendimiento.
 - many runs in one store, and a PostgreSQL worker pool (`benchmarks.many_runs`).
 
 Every figure is a median over repeats and is shown as a ratio to ours. Not a test: times
-here are only compared with each other, measured in the same run on the same machine.
+here are only compared with each other, measured in the same run on the same machine. The
+results keep every repeat (`raw`), the commit and the machine they were measured on, and the
+digest of the raw timings; the tables are made from the raw timings (`benchmarks.provenance`).
 `--quick` is for working on the benchmark itself (small N, one repeat, no page);
 `--page-only` regenerates the page from the JSON without measuring.
 """
@@ -25,42 +27,16 @@ import datetime
 import importlib.util
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from benchmarks import anchors, durable_runs, imports, many_runs, page, sync_cost
+from benchmarks import anchors, durable_runs, imports, many_runs, page, provenance, sync_cost
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 COMMAND = "uv run --group bench python -m benchmarks.run"
-
-
-def machine() -> dict[str, object]:
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in _read("/proc/cpuinfo").splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor() or "unknown",
-    )
-    memory = next(
-        (
-            line.split()[1]
-            for line in _read("/proc/meminfo").splitlines()
-            if line.startswith("MemTotal")
-        ),
-        "0",
-    )
-    return {
-        "cores": os.cpu_count(),
-        "cpu": model,
-        "memory_gib": round(int(memory) / 2**20, 1),
-        "system": f"{platform.system()} {platform.release()}",
-        "load_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def postgres_settings(url: str) -> dict[str, str]:
@@ -72,13 +48,6 @@ def postgres_settings(url: str) -> dict[str, str]:
             name: connection.execute(f"SHOW {name}").fetchone()[0]
             for name in ("server_version", "fsync", "synchronous_commit")
         }
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
 
 
 def main() -> None:
@@ -132,10 +101,11 @@ def main() -> None:
         print(f"  {contender.label} (Python {contender.python_version})", flush=True)
     for message in skipped:
         print(f"  {message}", flush=True)
-    results: dict[str, object] = {
-        "command": COMMAND,
+    arguments = sys.argv[1:]
+    results: dict[str, Any] = {
+        "command": " ".join([COMMAND, *arguments]),
         "date": datetime.date.today().isoformat(),
-        "machine": machine(),
+        "provenance": {**provenance.commit(), "machine": provenance.machine()},
         "settings": {
             "sizes": options.sizes,
             "repeats": options.repeats,
@@ -146,29 +116,34 @@ def main() -> None:
         "skipped": skipped,
     }
 
+    raw: dict[str, Any] = {}
+    results["raw"] = raw  # every repeat, as measured; the tables are made from it at the end
     if any(c.store == "postgres" for c in contenders):
         results["postgres"] = postgres_settings(postgres_url)
     if "imports" in options.only:
         print("import time", flush=True)
-        results["imports"] = imports.measure(contenders, options.import_repeats)
+        raw["imports"] = imports.measure(contenders, options.import_repeats)
     if "runs" in options.only:
         print(f"durable runs, N = {options.sizes}, {options.repeats} repeat(s)", flush=True)
         with tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
-            results["durable_runs"] = durable_runs.measure(
+            raw["durable_runs"] = durable_runs.measure(
                 contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
             )
         print("what waiting for the disk costs a step", flush=True)
-        results["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
+        raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:
         print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
-        results["docs_check"] = _docs_check(options.docs_repeats)
+        raw["docs_check"] = _docs_check(options.docs_repeats)
     if "many" in options.only:
         print("many runs in one store, and a worker pool", flush=True)
-        results["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
+        raw["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
 
-    results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
+    results["provenance"]["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     options.json.parent.mkdir(parents=True, exist_ok=True)
+    # the raw timings first: a table that cannot be made from them loses no measurement
+    options.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    results = provenance.seal(results)
     options.json.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {options.json} after {results['elapsed_s']:.0f} s", flush=True)
     if drawing:

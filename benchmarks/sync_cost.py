@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import provenance
 from benchmarks.contenders.lite import build
 from benchmarks.workload import Workload
 from synaptum_lite import Session, SqliteCheckpointer
@@ -95,12 +95,13 @@ def measure(n: int = 200, repeats: int = 7) -> dict[str, Any]:
                 bare[synchronous].append(
                     _commit_cpu(folder / f"{repeat}-{synchronous}", synchronous)
                 )
+    # every repeat as measured; `benchmarks.provenance.derive` makes the medians of them
     return {
         "n": n,
         "repeats": repeats,
-        "step_cpu_ms": {key: statistics.median(value) for key, value in steps.items()},
-        "commits_per_step": statistics.median(commits),
-        "commit_cpu_ms": {key.lower(): statistics.median(value) for key, value in bare.items()},
+        "step_cpu_ms": steps,
+        "commits_per_step": commits,
+        "commit_cpu_ms": {key.lower(): value for key, value in bare.items()},
     }
 
 
@@ -109,7 +110,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=7)
     options = parser.parse_args()
-    result = measure(options.n, options.repeats)
+    result = provenance.sync_cost(measure(options.n, options.repeats))
     json.dump(result, sys.stdout, indent=1)
     print()
 
