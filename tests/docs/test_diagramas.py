@@ -1,6 +1,7 @@
 """The site's diagrams are generated, not drawn: `scripts/diagramas.py` writes them, and what is
-committed is exactly what it writes now (the seams are read from the notebooks, the journal
-row from a real SQLite file)."""
+committed is exactly what it writes now (the phases and the rules of a resume are what the
+runtime does when it is run through each case, the seams are read from the notebooks, the
+journal row from a real SQLite file)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from scripts import diagramas
 from scripts.pages import DOCS, REPO
+from synaptum_lite import Phase
 
 
 @pytest.mark.parametrize("name", sorted(diagramas.FIGURES))
@@ -39,6 +41,31 @@ def test_every_diagram_is_on_a_page() -> None:
     pages = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.glob("*.md"))
     for name in diagramas.FIGURES:
         assert f'--8<-- "docs/diagramas/{name}"' in pages, f"no page includes {name}"
+
+
+def test_the_phases_figure_says_what_the_runtime_does_now() -> None:
+    svg = (diagramas.FOLDER / "fases.svg").read_text(encoding="utf-8")
+    assert diagramas.phase_problems(svg) == []
+    # every box that states a rule says so in data-* (what the check reads), and the cycle
+    # of a step is all three phases of the core's enum, drawn or decided
+    facts = diagramas.drawn_facts(svg)
+    assert [b["fase"] for b in facts if "ciclo" in b] == ["attempted", "completed"]
+    assert {b["fase"] for b in facts if "fase" in b} == {p.value for p in Phase}
+
+
+def test_the_rules_are_observed_from_the_runtime() -> None:
+    rules = diagramas.observe()
+    assert rules.after_crash == {
+        "model": ("repeats", 2),
+        "idempotent": ("repeats", 2),
+        "not_idempotent": ("uncertain", None),
+    }
+    assert rules.uncertain_error == "UncertainEffect"
+    assert (rules.not_started.phase, rules.not_started.by) == (Phase.RESOLVED, "runtime")
+    assert (rules.record.phase, rules.after_record) == (Phase.COMPLETED, "replays")
+    assert (rules.retry.phase, rules.after_retry) == (Phase.RESOLVED, "repeats")
+    assert (rules.approval, rules.after_approval) == (Phase.ATTEMPTED, "suspends")
+    assert rules.not_now.phase is Phase.RESOLVED
 
 
 def test_the_seams_name_the_notebooks_whose_code_does_it() -> None:
