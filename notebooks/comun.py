@@ -17,6 +17,7 @@ comprobación de las páginas exige que cada id de una página se haya comprobad
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -137,21 +138,30 @@ def gateway(
     return OpenAICompatibleGateway.from_env(tools=tools, **opciones)
 
 
-def afirma(id_: str, cierto: bool, mensaje: str) -> None:
+def afirma(id_: str, cierto: bool, mensaje: str, **valores: Any) -> None:
     """Comprueba la afirmación `id_` de una página: si `cierto` es falso, lanza
-    `AssertionError` con el id y el mensaje; si es verdadero, la apunta como comprobada.
+    `AssertionError` con el id, el mensaje y los valores; si es verdadero, la apunta como
+    comprobada, con sus valores.
+
+    `valores` son los números (o textos) que la comprobación comparó, con nombre:
+    `afirma("02.escrito-antes-de-entregar", len(en_disco) == 4, "…", eventos=len(en_disco))`.
+    Cada número que dice la frase de ese id tiene que estar entre ellos o en lo que imprime el
+    cuaderno (`scripts/claims.py`).
 
     Apuntarla es añadir el id a `COMPROBADAS` y, si la comprobación de las páginas puso
-    `AFIRMACIONES_COMPROBADAS`, escribirlo en un fichero de esa carpeta (uno por proceso, así
-    que varios kernels a la vez no se pisan). No imprime nada: la salida del cuaderno no cambia.
+    `AFIRMACIONES_COMPROBADAS`, escribir una línea JSON, `{"id": …, "valores": {…}}`, en un
+    fichero de esa carpeta (uno por proceso, así que varios kernels a la vez no se pisan). No
+    imprime nada: la salida del cuaderno no cambia.
     """
     if not cierto:
-        raise AssertionError(f"{id_}: {mensaje}")
+        vistos = ", ".join(f"{nombre}={valor!r}" for nombre, valor in valores.items())
+        raise AssertionError(f"{id_}: {mensaje}" + (f" ({vistos})" if vistos else ""))
     COMPROBADAS.append(id_)
     carpeta = os.environ.get(CARPETA_DE_AFIRMACIONES)
     if carpeta:
+        linea = json.dumps({"id": id_, "valores": valores}, ensure_ascii=False, default=str)
         with open(os.path.join(carpeta, f"{os.getpid()}.txt"), "a", encoding="utf-8") as f:
-            f.write(id_ + "\n")
+            f.write(linea + "\n")
 
 
 # ── Matar un proceso sin avisarle ──────────────────────────────────────────────────────────

@@ -65,6 +65,56 @@ claim and what to do: re-read the assertion of that id, make it check what the w
 then record the new words with `uv run python -m scripts.claims --actualiza`. Recording is a
 conscious review step, not a proof: it catches words changed without revisiting their
 assertion; it cannot catch words that were false from the start under a weak assertion.
+
+An id belongs to its sentences: the lock lists, under each id, the blocks bound to it. A block
+placed under an id the lock binds to other blocks (a new paragraph mapped to `02.cerrado`)
+fails as a new binding, naming the blocks the id already had (`unreviewed`), until it is
+bound on purpose: its assertion re-read to check this sentence too, then `--actualiza`.
+`--actualiza` prints each block whose words or binding changed beside the assertions of its
+ids (the `afirma(...)` call, or the registered test's name and docstring), to read together.
+
+No-afirma reasons come from a fixed list (`NO_CLAIM_REASONS`): the key, optionally followed by
+" — " and free words (`<!-- no-afirma: instrucciones — cómo correrlo -->`, or the same string
+as a map entry's "no-afirma"); `reason_problem` checks one, for every page. A block excused
+with a reason that states what the runtime does — a subject of `RUNTIME_SUBJECTS` (the agent,
+the journal, a run, a tool, the store…) followed, within three words (not a `que` or `cuando`
+clause), by a present-tense verb of `RUNTIME_VERBS` (escribe, guarda, llama, repite…) — fails
+(`runtime_excuses`): such a sentence needs an id. A block that names another system
+(`OTHER_SYSTEMS`, on *Otros sistemas*) speaks of that system and is not read this way.
+
+Numbers come from the run. `afirma(id, condition, mensaje, **valores)` records, with the id,
+the values it compared (`valores`, as JSON; `CheckedClaim.values`); a registered test
+returns a dict of its values. Every number and every quoted output fragment of a block bound
+to ids must be among those values (recorded in this check run for any of the block's ids), or
+in the printed output (*Lo que imprime*) of its notebook or of a notebook whose code asserts
+one of its ids; otherwise the check fails naming the page, the block and the number
+(`unsupported_numbers`). What is read (`checked_numbers`, `checked_fragments`):
+
+- a number is a run of digits, with `.` or `,` between groups (`4`, `1379`, `4.200,00`,
+  `0,5`), optionally with an ordinal mark (`1ª`, `2º`) or after `×`; it matches a value or
+  printed number of the same amount (`4.200,00` matches 4200.0), or the same text;
+- a quoted output fragment is a «…» quotation that holds a digit or `×`, or an inline code
+  span that holds `×` (`modelo ×0`): it must be printed (or be a recorded text value) as
+  written, whitespace aside; its numbers are not read again one by one.
+
+Exempt, and so not read: words spelt out (`cuatro`, `dos veces`); text in inline code spans
+other than the `×` fragments above (names, commands, step ids like `000001-tool`); link
+targets and URLs; HTML tags and their attributes, and inline SVG figures (drawn by
+scripts/diagramas.py, checked by its own tests); snippet lines (`--8<--`); digits inside a
+name (`A2A`, `SHA-256`, `UTF-8`, `win32`, `5xx`, `_hijo_06.py`, `02_durabilidad`); a
+notebook's number (a title's leading `NN ·`, a link text `[09](…)`, and a two-digit number
+of an existing property notebook after `cuaderno`, `cuadernos`, `el`, `del` or `al`, in
+parentheses alone, continuing such a list with `,` or `y`, or in a list of two or more such
+numbers, `(00, 02 y 06)`); «…» quotations with no digit and no `×` (a term, a phrase); the
+blocks of a notebook's *Pruébalo* cell, whose numbers describe a run with a change:
+tests/docs/test_pruebalo.py runs it and finds each promised fragment in that run's output;
+and the blocks whose ids are all facts about the kit (`hechos.*`), which scripts/hechos.py
+writes from the notebooks and checks in check mode (derived, never typed).
+
+An assertion that checks nothing is refused (`vacuous_assertions`): an `afirma` call whose
+condition is a literal (`afirma("x", True, …)`), or an expression that reads no variable of the
+run (only literals and builtins); and a registered test with an `assert` of that kind, or with
+no `assert` at all (nor a `raise`, nor a call to a helper of its module that asserts).
 """
 
 from __future__ import annotations
@@ -551,8 +601,11 @@ def unreviewed(found: list[Block], lock: Path = LOCK) -> list[str]:
             left[key].remove(match)
         else:
             changed.append((block, key))
-    problems = []
+    problems = _new_bindings(found, recorded, changed)
+    rebound = {id(block) for block in found if problems and _is_rebound(block, problems)}
     for block, key in changed:
+        if id(block) in rebound:
+            continue
         what = f"claim {block.marker}" if block.ids else "a block marked no-afirma"
         review = (
             f"re-read the assertion of {block.marker} and make it check what the words now say"
@@ -573,6 +626,53 @@ def unreviewed(found: list[Block], lock: Path = LOCK) -> list[str]:
                 f"`{UPDATE_COMMAND}`."
             )
     return problems
+
+
+def _bound_in_lock(recorded: dict[tuple[str, str], list[tuple[str, str]]]) -> dict[str, int]:
+    """id → how many blocks the lock binds to it."""
+    count: dict[str, int] = {}
+    for (_, marker), lines in recorded.items():
+        if marker != "no-afirma":
+            for claim in marker.split("+"):
+                count[claim] = count.get(claim, 0) + len(lines)
+    return count
+
+
+def _new_bindings(
+    found: list[Block],
+    recorded: dict[tuple[str, str], list[tuple[str, str]]],
+    changed: list[tuple[Block, tuple[str, str]]],
+) -> list[str]:
+    """One line per block not in the lock placed under an id that the lock binds to other
+    blocks, when that id now has more blocks than the lock binds to it: an id belongs to its
+    sentences, and a new one is bound on purpose."""
+    in_lock = _bound_in_lock(recorded)
+    now: dict[str, list[Block]] = {}
+    for block in found:
+        for claim in block.ids:
+            now.setdefault(claim, []).append(block)
+    new = [block for block, _ in changed]
+    problems = []
+    for block in new:
+        for claim in block.ids:
+            had = in_lock.get(claim, 0)
+            if not had or len(now[claim]) <= had:
+                continue
+            others = [b for b in now[claim] if b not in new]
+            named = "; ".join(f"{b.where} («{b.quote(40)}»)" for b in others) or "other blocks"
+            problems.append(
+                f"{block.page}, {block.where}: a new block («{block.quote(60)}») is placed under "
+                f"claim {claim}, which the lock binds to {had} other block(s): {named}. An id "
+                "belongs to its sentences: give this block its own id and assertion, or bind it "
+                f"on purpose — re-read the assertion of {claim}, make it check this sentence "
+                f"too, then record the binding with `{UPDATE_COMMAND}`."
+            )
+            break
+    return problems
+
+
+def _is_rebound(block: Block, problems: list[str]) -> bool:
+    return any(p.startswith(f"{block.page}, {block.where}: a new block") for p in problems)
 
 
 def write_lock(lock: Path = LOCK) -> int:
@@ -713,13 +813,527 @@ def recording() -> Iterator[set[str]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+class CheckedClaim(str):
+    """A claim id that an assertion checked, and held, in this run; `values` are the values
+    each of its `afirma` calls recorded (one dict per call). It is the id as a string, so
+    sets of them compare, join and subtract with sets of ids."""
+
+    values: tuple[dict[str, Any], ...]
+
+    def __new__(cls, claim: str, values: tuple[dict[str, Any], ...] = ()) -> CheckedClaim:
+        made = super().__new__(cls, claim)
+        made.values = tuple(values)
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled across xdist workers with its values
+        return (CheckedClaim, (str(self), self.values))
+
+
 def read_recorded(folder: Path) -> set[str]:
+    """The ids recorded in `folder`, as `CheckedClaim`s carrying their recorded values. A line
+    is JSON, {"id": …, "valores": {…}}, or (older) the bare id."""
+    import json
+
+    values: dict[str, list[dict[str, Any]]] = {}
+    for file in sorted(folder.glob("*.txt")):
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            if line.startswith("{"):
+                record = json.loads(line)
+                given = record.get("valores")
+                values.setdefault(record["id"], []).append(given if isinstance(given, dict) else {})
+            else:
+                values.setdefault(line.strip(), [])
+    return {CheckedClaim(claim, tuple(given)) for claim, given in values.items()}
+
+
+def values_of(checked: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """id → the values its assertions recorded, from a set of checked ids (`CheckedClaim`s;
+    a bare id has none)."""
     return {
-        line.strip()
-        for file in folder.glob("*.txt")
-        for line in file.read_text(encoding="utf-8").splitlines()
-        if line.strip()
+        str(claim): list(claim.values) if isinstance(claim, CheckedClaim) else []
+        for claim in checked
     }
+
+
+# ── No-afirma reasons ────────────────────────────────────────────────────────
+
+#: Why a block states nothing about the runtime: a marker or entry gives one of these keys,
+#: optionally followed by " — " and free words. Other pages (H2's) are checked by the same code.
+NO_CLAIM_REASONS = (
+    "instrucciones",
+    "enlace",
+    "narra el código",
+    "sobre esta página",
+    "definición",
+    "sobre la plataforma",
+)
+
+#: What may follow a reason's key: this, then free words.
+REASON_SEPARATOR = " — "
+
+
+def reason_problem(reason: str) -> str | None:
+    """What is wrong with a no-afirma reason, or None when it is a key of `NO_CLAIM_REASONS`,
+    alone or followed by " — " and words."""
+    key, separator, words = reason.strip().partition(REASON_SEPARATOR)
+    if key in NO_CLAIM_REASONS and (not separator or words.strip()):
+        return None
+    keys = ", ".join(f"«{k}»" for k in NO_CLAIM_REASONS)
+    return (
+        f"the no-afirma reason «{reason}» is not in the list: give one of {keys}, optionally "
+        f"followed by «{REASON_SEPARATOR.strip()}» and your own words"
+    )
+
+
+def reason_of(block: Block) -> str | None:
+    """The no-afirma reason a block gives, as written, or None."""
+    if block.mapped_in is not None:
+        return block.given_reason
+    found = _NOT_A_CLAIM.search(block.text)
+    return found.group(1) if found else None
+
+
+def reason_problems(found: list[Block]) -> list[str]:
+    """One line per excused block whose reason is not from `NO_CLAIM_REASONS`."""
+    problems = []
+    for block in found:
+        reason = reason_of(block)
+        if reason is not None and block.excused and (problem := reason_problem(reason)):
+            problems.append(f"{block.page}, {block.where} («{block.quote(60)}»): {problem}")
+    return problems
+
+
+#: Who does things in the runtime, as the pages name them (`runtime_excuses`).
+RUNTIME_SUBJECTS = (
+    "Agent",
+    "Agent.run",
+    "agent.run",
+    "el agente",
+    "un agente",
+    "el journal",
+    "un journal",
+    "el run",
+    "un run",
+    "los runs",
+    "el subrun",
+    "la herramienta",
+    "una herramienta",
+    "las herramientas",
+    "el almacén",
+    "el checkpointer",
+    "el bucle",
+    "el runtime",
+    "la sesión",
+    "Session",
+    "el gateway",
+)
+
+#: What the runtime does, in the present tense (`runtime_excuses`).
+RUNTIME_VERBS = (
+    "escribe",
+    "se escribe",
+    "guarda",
+    "se guarda",
+    "llama",
+    "ejecuta",
+    "se ejecuta",
+    "se ejecutan",
+    "repite",
+    "se repite",
+    "reanuda",
+    "se reanuda",
+    "devuelve",
+    "registra",
+    "paga",
+    "cobra",
+    "borra",
+    "recorre",
+    "reintenta",
+    "rechaza",
+    "deriva",
+    "entrega",
+    "termina",
+    "muere",
+    "corre",
+    "pide",
+    "para",
+    "se para",
+    "falla",
+    "bloquea",
+    "cierra",
+)
+
+_RUNTIME = re.compile(
+    r"(?<![\w.])(?P<subject>"
+    + "|".join(re.escape(s) for s in sorted(RUNTIME_SUBJECTS, key=len, reverse=True))
+    + r")`?(?:\s+(?!(?:que|cuando|si|donde|como)\b)[\wáéíóúñü`]+){0,3}?\s+(?P<verb>"
+    + "|".join(re.escape(v) for v in sorted(RUNTIME_VERBS, key=len, reverse=True))
+    + r")\b",
+    re.I,
+)
+
+
+#: Other systems a page compares with: a block that names one speaks of that system's run.
+OTHER_SYSTEMS = ("LangGraph", "Temporal", "DBOS", "Restate", "OpenAI Agents SDK")
+
+
+def runtime_statement(words: str) -> str | None:
+    """The words of `words` that state what the runtime does (a subject of `RUNTIME_SUBJECTS`
+    and, within three words that are not `que`, `cuando`, `si`, `donde` or `como`, a verb of
+    `RUNTIME_VERBS`, in one clause), or None. A block that names one of `OTHER_SYSTEMS`
+    speaks of that system, not of this runtime."""
+    if any(system in words for system in OTHER_SYSTEMS):
+        return None
+    plain = _INLINE_CODE.sub(lambda m: m.group(0).strip("`"), words)
+    for clause in re.split(r"[.;:()—]", plain):
+        if found := _RUNTIME.search(clause):
+            return found.group(0)
+    return None
+
+
+def runtime_excuses(found: list[Block]) -> list[str]:
+    """One line per block excused with `no-afirma` whose words state what the runtime does."""
+    problems = []
+    for block in found:
+        if block.excused and not block.ids and (said := runtime_statement(block.words)):
+            problems.append(
+                f"{block.page}, {block.where} is excused with no-afirma («{reason_of(block)}») "
+                f"but states what the runtime does («{said}»: «{block.quote(70)}»). Give it a "
+                "claim id and an assertion that checks it, or say it without the runtime"
+            )
+    return problems
+
+
+# ── Numbers from the run ─────────────────────────────────────────────────────
+
+_NUMBER = re.compile(r"(?<![\w\-./])(\d+(?:[.,]\d+)*)[ªº]?(?![\w\-/]|[.,]\d)")
+_ANY_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_QUOTE = re.compile(r"«([^»]*)»")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+_HTML = re.compile(r"<svg\b.*?</svg>|<[^>]+>", re.S)
+_SNIPPET = re.compile(r"^.*--8<--.*$", re.M)
+_TITLE_NUMBER = re.compile(r"^\d\d\s+·")
+
+
+def _notebook_numbers() -> set[str]:
+    from scripts.pages import PROPERTY_NOTEBOOKS
+
+    return {path.name[:2] for path in PROPERTY_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+
+
+def _without_notebook_references(text: str) -> str:
+    """`text` with the numbers that name a property notebook taken out (see the docstring)."""
+    numbers = "|".join(sorted(_notebook_numbers())) or "(?!)"
+    one = rf"(?:{numbers})(?!\d)"
+    text = re.sub(rf"\[(?:{one})\]", "[]", text)
+    text = re.sub(rf"\(\s*{one}\s*\)", "()", text)
+    listed = rf"\b(?:cuadernos?|el|del|al)\s+{one}(?:\s*(?:,|\by\b)\s*(?:el\s+)?{one})*"
+    text = re.sub(listed, lambda m: re.sub(r"\d", "", m.group(0)), text, flags=re.I)
+    several = rf"(?<![\w.,]){one}(?:\s*(?:,|\by\b)\s*{one})+(?![\w.,]\w)"
+    return re.sub(several, lambda m: re.sub(r"\d", "", m.group(0)), text)
+
+
+def _readable(words: str) -> str:
+    """A block's words with what is not read taken out: link targets, URLs, HTML, SVG,
+    snippets, code spans (but those with ×), a title's number and notebook references."""
+    text = _SNIPPET.sub("", words)
+    text = _HTML.sub(" ", text)
+    text = _LINK_TARGET.sub("]", text)
+    text = _URL.sub(" ", text)
+    text = _TITLE_NUMBER.sub("", text)
+    text = _INLINE_CODE.sub(lambda m: m.group(0) if "×" in m.group(0) else " ", text)
+    return _without_notebook_references(text)
+
+
+def _is_fragment(quoted: str) -> bool:
+    return "×" in quoted or any(c.isdigit() for c in quoted)
+
+
+def checked_fragments(words: str) -> list[str]:
+    """The quoted output fragments of a block's words: «…» with a digit or ×, and code
+    spans with ×."""
+    text = _readable(words)
+    found = [q for q in _QUOTE.findall(text) if _is_fragment(q)]
+    found += [m.group(0).strip("`") for m in _INLINE_CODE.finditer(text)]
+    return [" ".join(f.split()) for f in found]
+
+
+def checked_numbers(words: str) -> list[str]:
+    """The numbers of a block's words that must come from the run, as written (see the
+    docstring for what is a number and what is exempt); those inside a fragment are not."""
+    text = _readable(words)
+    text = _QUOTE.sub(lambda m: " " if _is_fragment(m.group(1)) else m.group(0), text)
+    text = _INLINE_CODE.sub(" ", text)
+    return [m.group(1) for m in _NUMBER.finditer(text)]
+
+
+def _amounts(token: str) -> set[Any]:
+    """The amounts a written number may be: Spanish (`4.200,00`) and English (`1080.00`)."""
+    from decimal import Decimal, InvalidOperation
+
+    readings = {token, token.replace(".", "").replace(",", "."), token.replace(",", "")}
+    found: set[Any] = set()
+    for reading in readings:
+        with contextlib.suppress(InvalidOperation, ValueError):
+            if reading.count(".") <= 1:
+                found.add(Decimal(reading).normalize())
+    return found or {token}
+
+
+def _flatten(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flatten(key)
+            yield from _flatten(item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _flatten(item)
+    else:
+        yield value
+
+
+@dataclass
+class Evidence:
+    """What a block's numbers may come from: recorded values and printed text."""
+
+    amounts: set[Any]
+    texts: list[str]
+
+    @classmethod
+    def of(cls, values: list[Any], printed: list[str]) -> Evidence:
+        from decimal import Decimal
+
+        amounts: set[Any] = set()
+        texts = [" ".join(text.split()) for text in printed]
+        for value in _flatten(values):
+            if isinstance(value, bool) or value is None:
+                continue
+            if isinstance(value, int | float):
+                amounts.add(Decimal(repr(value)).normalize())
+                amounts.add(Decimal(f"{value:.2f}").normalize())
+            else:
+                texts.append(" ".join(str(value).split()))
+        for text in texts:
+            for token in _ANY_NUMBER.findall(text):
+                amounts |= _amounts(token)
+        return cls(amounts, texts)
+
+    def covers_number(self, token: str) -> bool:
+        return bool(_amounts(token) & self.amounts) or any(token in t for t in self.texts)
+
+    def covers_fragment(self, fragment: str) -> bool:
+        return any(fragment in text for text in self.texts)
+
+
+#: The ids of the facts about the kit that scripts/hechos.py writes into the pages from the
+#: notebooks themselves and checks in check mode: their numbers are derived, not typed.
+DERIVED_FACTS_PREFIX = "hechos."
+
+
+def exempt_from_numbers(block: Block) -> bool:
+    """A block whose numbers are not read: the cells of a notebook's *Pruébalo*, and the
+    facts about the kit (ids `hechos.*`) that scripts/hechos.py derives."""
+    if block.ids and all(claim.startswith(DERIVED_FACTS_PREFIX) for claim in block.ids):
+        return True
+    return block.mapped_in is not None and '(id "pruebalo")' in block.mapped_in
+
+
+def unsupported_numbers(block: Block, evidence: Evidence) -> list[str]:
+    """One line per number or fragment of a block bound to ids that `evidence` lacks."""
+    if not block.ids or exempt_from_numbers(block):
+        return []
+    problems = []
+    ids = ", ".join(block.ids)
+    for fragment in checked_fragments(block.words):
+        if not evidence.covers_fragment(fragment):
+            problems.append(
+                f"{block.page}, {block.where}: the fragment «{fragment}» is not printed by the "
+                f"notebook nor among the values recorded for {ids} in this run "
+                f"(«{block.quote(70)}»). Print it, record it (afirma(…, nombre=valor)), or fix "
+                "the words"
+            )
+    for number in checked_numbers(block.words):
+        if not evidence.covers_number(number):
+            problems.append(
+                f"{block.page}, {block.where}: the number {number} is not printed by the "
+                f"notebook nor among the values recorded for {ids} in this run "
+                f"(«{block.quote(70)}»). Record the value it states (afirma(…, nombre=valor)), "
+                "or fix the words"
+            )
+    return problems
+
+
+def asserting_notebooks(claim: str) -> list[Path]:
+    """The property notebooks whose code has an `afirma` call for `claim`."""
+    return [
+        p for p in property_notebooks() if claim in asserted_ids(notebook_code(read_notebook(p)))
+    ]
+
+
+def printed_by(path: Path) -> str:
+    """What a property notebook prints: its *Lo que imprime* block (the docs check compares
+    it with the run)."""
+    from scripts.pages import expected_block
+
+    return expected_block(read_notebook(path)).text
+
+
+def evidence_for(
+    block: Block, values: dict[str, list[dict[str, Any]]], own: Path | None = None
+) -> Evidence:
+    """The values recorded for the block's ids, and the printed output of `own` (its
+    notebook) and of every notebook that asserts one of its ids."""
+    notebooks = {own} if own is not None else set()
+    for claim in block.ids:
+        notebooks |= set(asserting_notebooks(claim))
+    recorded = [values.get(claim, []) for claim in block.ids]
+    return Evidence.of(recorded, [printed_by(p) for p in sorted(notebooks)])
+
+
+# ── Assertions that check nothing ────────────────────────────────────────────
+
+
+def _reads_the_run(node: Any) -> bool:
+    """Whether an expression reads a variable that is not a builtin and not its own (a
+    comprehension's or lambda's)."""
+    import ast
+    import builtins
+
+    own: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.comprehension):
+            own |= {n.id for n in ast.walk(inner.target) if isinstance(n, ast.Name)}
+        elif isinstance(inner, ast.Lambda):
+            own |= {a.arg for a in inner.args.args}
+    return any(
+        isinstance(inner, ast.Name) and inner.id not in own and not hasattr(builtins, inner.id)
+        for inner in ast.walk(node)
+    )
+
+
+def vacuous_assertions(code: str, where: str) -> list[str]:
+    """One line per `afirma(...)` call in `code` whose condition is a literal or reads no
+    variable of the run. `where` names the code (a notebook's cell)."""
+    import ast
+
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, where, "exec", flags=flags)
+    problems = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "afirma"):
+            continue
+        condition = node.args[1] if len(node.args) > 1 else None
+        condition = condition or next((k.value for k in node.keywords if k.arg == "cierto"), None)
+        if condition is None or _reads_the_run(condition):
+            continue
+        call = " ".join((ast.get_source_segment(code, node) or "afirma(…)").split())
+        problems.append(
+            f"{where}: «{_shorten(call, 100)}» checks nothing: its condition reads no variable "
+            "of the run. Make it compare what the notebook measured"
+        )
+    return problems
+
+
+def notebook_vacuous_assertions(path: Path, notebook: dict[str, Any] | None = None) -> list[str]:
+    """`vacuous_assertions` over every code cell of a property notebook."""
+    notebook = notebook or read_notebook(path)
+    problems = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] == "code":
+            where = f'{relative(path)}, cell {index} (id "{cell.get("id", "")}")'
+            problems += vacuous_assertions(source_of(cell), where)
+    return problems
+
+
+def _raises(tree: Any) -> bool:
+    import ast
+
+    return any(isinstance(n, ast.Raise) for n in ast.walk(tree))
+
+
+def _calls_a_check(tree: Any, function: Any) -> bool:
+    """Whether `tree` calls, by name, a function of `function`'s module that asserts or raises
+    (a helper shared by several registered tests)."""
+    import ast
+    import inspect
+    import textwrap
+
+    module = inspect.getmodule(function)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            helper = getattr(module, node.func.id, None)
+            if inspect.isfunction(helper) and helper is not function:
+                inner = ast.parse(textwrap.dedent(inspect.getsource(helper)))
+                if any(isinstance(n, ast.Assert) for n in ast.walk(inner)) or _raises(inner):
+                    return True
+    return False
+
+
+def vacuous_registered(functions: dict[str, Any]) -> list[str]:
+    """One line per registered test (id → function) with no `assert` (nor `raise`, nor a call
+    to a function of its module that asserts), or with an `assert` whose test reads no
+    variable."""
+    import ast
+    import inspect
+    import textwrap
+
+    problems = []
+    for claim, function in sorted(functions.items()):
+        source = textwrap.dedent(inspect.getsource(function))
+        tree = ast.parse(source)
+        asserts = [n for n in ast.walk(tree) if isinstance(n, ast.Assert)]
+        name = f"the registered test of {claim} ({function.__name__})"
+        if not asserts and not _raises(tree) and not _calls_a_check(tree, function):
+            problems.append(
+                f"{name} has no assert (nor raise, nor a call to a function of its module "
+                "that asserts): it checks nothing"
+            )
+        for node in asserts:
+            if not _reads_the_run(node.test):
+                said = " ".join((ast.get_source_segment(source, node) or "assert …").split())
+                problems.append(f"{name}: «{_shorten(said, 100)}» checks nothing")
+    return problems
+
+
+def assertion_sources(claim: str) -> list[str]:
+    """Where `claim` is asserted, to read beside its words: each `afirma("claim", …)` call
+    as written in a notebook, and the registered test's name and first docstring line."""
+    import ast
+    import inspect
+
+    found = []
+    for path in property_notebooks():
+        for index, cell in enumerate(read_notebook(path)["cells"]):
+            code = source_of(cell)
+            if cell["cell_type"] != "code" or claim not in code:
+                continue
+            flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            for node in ast.walk(compile(code, str(path), "exec", flags=flags)):
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", None) == "afirma"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value == claim
+                ):
+                    call = ast.get_source_segment(code, node) or "afirma(…)"
+                    found.append(f"{relative(path)}, cell {index}:\n{call}")
+    with contextlib.suppress(ImportError):
+        from tests.docs.afirmaciones_md import AFIRMACIONES
+
+        with contextlib.suppress(ImportError):  # the checks of the other pages register there
+            import tests.docs.afirmaciones_paginas  # noqa: F401
+
+        if claim in AFIRMACIONES:
+            function = AFIRMACIONES[claim]
+            doc = (inspect.getdoc(function) or "").split("\n")[0]
+            found.append(
+                f"tests/docs/afirmaciones_md.py: {function.__name__}" + (f": {doc}" if doc else "")
+            )
+    return found or [f"(no assertion of {claim} found)"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -741,6 +1355,10 @@ def main(argv: list[str] | None = None) -> int:
         after = lines()
         for line in sorted(after - before):
             print(f"recorded  {line}")
+            head = line.partition(" | ")[0].split()
+            for claim in [] if head[2] == "no-afirma" else head[2].split("+"):
+                for source in assertion_sources(claim):
+                    print("    " + source.replace("\n", "\n    "))
         print(f"{relative(LOCK)}: {count} blocks, {len(after - before)} newly recorded")
         return 0
     problems = unreviewed(marked_blocks())

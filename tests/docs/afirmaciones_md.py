@@ -25,6 +25,22 @@ def afirmacion(claim: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     return register
 
 
+#: id → the values its registered test returned, once run in this process (`run_registered`).
+_RESULTS: dict[str, dict[str, Any]] = {}
+
+
+def run_registered(claim: str) -> dict[str, Any]:
+    """Run the registered test of `claim` once in this process (a coroutine to its end), and
+    return the values it compared: the dict it returns, or {} (the claims check reads every
+    number of the claim's sentences among them, `scripts/claims.py`)."""
+    if claim not in _RESULTS:
+        result = AFIRMACIONES[claim]()
+        if inspect.iscoroutine(result):
+            result = asyncio.run(result)
+        _RESULTS[claim] = result if isinstance(result, dict) else {}
+    return _RESULTS[claim]
+
+
 # ── Helpers ──────────────────────────────────────────────────────────────────
 
 import asyncio  # noqa: E402
@@ -207,9 +223,10 @@ def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
 
 
 @afirmacion("limites.solo-stdlib")
-def _el_nucleo_solo_usa_la_biblioteca_estandar() -> None:
+def _el_nucleo_solo_usa_la_biblioteca_estandar() -> dict[str, Any]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["requires-python"].startswith(">=3.11")
+    minimum = project["requires-python"].removeprefix(">=")
+    assert minimum == "3.11", project["requires-python"]
     assert project.get("dependencies", []) == []
     program = (
         "import sys\nimport synaptum_lite, synaptum_lite.testing, synaptum_lite.stores.transfer\n"
@@ -220,6 +237,7 @@ def _el_nucleo_solo_usa_la_biblioteca_estandar() -> None:
         [sys.executable, "-I", "-c", program], capture_output=True, text=True, cwd=REPO
     )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    return {"python": minimum}
 
 
 @afirmacion("limites.herramientas-en-serie")
@@ -455,8 +473,10 @@ async def _el_journal_se_guarda_como_json_legible() -> None:
 
 
 @afirmacion("limites.comprimidos")
-async def _en_sqlite_un_registro_grande_va_comprimido() -> None:
+async def _en_sqlite_un_registro_grande_va_comprimido() -> dict[str, Any]:
     import zlib
+
+    threshold = 512  # bytes: a record this long is compressed, one byte shorter is not
 
     with tempfile.TemporaryDirectory() as folder:
         database = Path(folder) / "runs.db"
@@ -464,7 +484,11 @@ async def _en_sqlite_un_registro_grande_va_comprimido() -> None:
         # an answer of 400 characters is kept as text: what the journal adds around it
         await _drive(_agent(), Session("medida", ScriptedGateway([says("x" * 400)]), store))
         around = len(_raw_data(database)[-2]) - 400  # the answer is the event before the final
-        answers = {"largo " * 200: True, "x" * (512 - around): True, "x" * (511 - around): False}
+        answers = {
+            "largo " * 200: True,
+            "x" * (threshold - around): True,
+            "x" * (threshold - 1 - around): False,
+        }
         for number, (text, compressed) in enumerate(answers.items()):
             gateway = ScriptedGateway([says(text)])
             await _drive(_agent(), Session(f"r{number}", gateway, store))
@@ -474,6 +498,7 @@ async def _en_sqlite_un_registro_grande_va_comprimido() -> None:
                 assert text[:20] in zlib.decompress(stored).decode()
             events = await load_events(store, f"r{number}")
             assert [e.response.text for e in events if getattr(e, "response", None)] == [text]
+    return {"umbral_en_bytes": threshold}
 
 
 @afirmacion("limites.formato-nuevo")

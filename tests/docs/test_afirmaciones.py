@@ -9,8 +9,7 @@ tests (`tests/docs/afirmaciones_md.py`): what they show, no notebook prints.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -21,24 +20,40 @@ from scripts.claims import (
     asserted_ids,
     blocks,
     claim_pages,
+    evidence_for,
     map_problems,
     marked_blocks,
     marked_ids,
+    notebook_blocks,
     notebook_claim_blocks,
     notebook_code,
     notebook_ids,
     notebook_marked_blocks,
     notebook_prose_blocks,
     notebook_title_block,
+    notebook_vacuous_assertions,
     other_page_claim_blocks,
     other_pages,
     page_claim_blocks,
+    reason_problems,
+    runtime_excuses,
     unchecked,
     unmarked,
     unreviewed,
+    unsupported_numbers,
+    vacuous_registered,
+    values_of,
 )
 from scripts.pages import DOCS, property_notebooks, read_notebook, relative
-from tests.docs.afirmaciones_md import AFIRMACIONES, windows_blocks, windows_problems
+
+with contextlib.suppress(ImportError):  # registers the checks of the other pages
+    import tests.docs.afirmaciones_paginas  # noqa: F401
+from tests.docs.afirmaciones_md import (
+    AFIRMACIONES,
+    run_registered,
+    windows_blocks,
+    windows_problems,
+)
 
 # ── The check ────────────────────────────────────────────────────────────────
 
@@ -144,9 +159,68 @@ def test_every_claim_marked_on_another_page_was_checked(path: Path, docs_check) 
 
 @pytest.mark.parametrize("claim", sorted(AFIRMACIONES))
 def test_page_claim_holds(claim: str) -> None:
-    result = AFIRMACIONES[claim]()
-    if inspect.iscoroutine(result):
-        asyncio.run(result)
+    run_registered(claim)
+
+
+@by_notebook
+def test_every_no_afirma_of_a_notebook_gives_a_reason_from_the_list(path: Path) -> None:
+    fail(reason_problems(notebook_blocks(path)))
+
+
+@by_page
+def test_every_no_afirma_of_a_claim_page_gives_a_reason_from_the_list(path: Path) -> None:
+    fail(reason_problems(page_claim_blocks(path)))
+
+
+def test_no_block_that_states_what_the_runtime_does_is_excused() -> None:
+    found = [b for path in NOTEBOOKS for b in notebook_blocks(path)]
+    found += [b for path in PAGES for b in page_claim_blocks(path)]
+    fail(runtime_excuses(found))
+
+
+@by_notebook
+def test_no_afirma_of_a_notebook_checks_nothing(path: Path) -> None:
+    fail(notebook_vacuous_assertions(path))
+
+
+def test_no_registered_test_checks_nothing() -> None:
+    fail(vacuous_registered(AFIRMACIONES))
+
+
+@by_notebook
+def test_every_number_of_a_notebook_claim_comes_from_its_run(path: Path, docs_check) -> None:
+    values = values_of(docs_check.claims_checked)
+    values |= {
+        claim: [run_registered(claim)]
+        for claim in notebook_ids(read_notebook(path))
+        if claim in AFIRMACIONES
+    }
+    fail(
+        [
+            problem
+            for block in notebook_blocks(path)
+            for problem in unsupported_numbers(block, evidence_for(block, values, own=path))
+        ]
+    )
+
+
+@pytest.mark.parametrize("path", PAGES + other_pages(), ids=lambda path: path.name)
+def test_every_number_of_a_page_claim_comes_from_the_run(path: Path, docs_check) -> None:
+    found = page_claim_blocks(path) if path in PAGES else other_page_claim_blocks(path)
+    values = values_of(docs_check.claims_checked)
+    values |= {
+        claim: [run_registered(claim)]
+        for block in found
+        for claim in block.ids
+        if claim in AFIRMACIONES
+    }
+    fail(
+        [
+            problem
+            for block in found
+            for problem in unsupported_numbers(block, evidence_for(block, values))
+        ]
+    )
 
 
 def test_every_assertion_backs_a_claim_that_a_page_makes(docs_check) -> None:

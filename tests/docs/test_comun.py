@@ -88,3 +88,32 @@ def test_vivo_says_a_process_exists_until_mata_kills_it_and_it_is_reaped(comun) 
         comun.mata(child.pid)
     assert child.wait(timeout=30) == comun.CODIGO_DE_MUERTE
     assert not comun.vivo(child.pid)
+
+
+def test_afirma_records_the_values_it_compared_and_the_check_reads_them_back(
+    comun, tmp_path, monkeypatch
+) -> None:
+    import pickle
+
+    from scripts.claims import RECORD_FOLDER_VARIABLE, CheckedClaim, read_recorded, values_of
+
+    monkeypatch.setenv(RECORD_FOLDER_VARIABLE, str(tmp_path))
+    eventos = 4
+    comun.afirma("99.eventos", eventos == 4, "no se ve", eventos=eventos, fichero="runs.db")
+    comun.afirma("99.eventos", True, "otra vez", eventos=5)
+    comun.afirma("99.sin-valores", True, "nada")
+    checked = read_recorded(tmp_path)
+    assert checked == {"99.eventos", "99.sin-valores"}
+    assert values_of(checked) == {
+        "99.eventos": [{"eventos": 4, "fichero": "runs.db"}, {"eventos": 5}],
+        "99.sin-valores": [{}],
+    }
+    # xdist workers receive the ids pickled: the values travel with them
+    [again] = [c for c in pickle.loads(pickle.dumps(checked)) if c == "99.eventos"]
+    assert isinstance(again, CheckedClaim) and again.values == (
+        {"eventos": 4, "fichero": "runs.db"},
+        {"eventos": 5},
+    )
+    # a false condition names the id, the message and the values it saw
+    with pytest.raises(AssertionError, match=r"^99\.falsa: el saldo no cuadra \(eventos=6\)$"):
+        comun.afirma("99.falsa", False, "el saldo no cuadra", eventos=6)
