@@ -10,9 +10,10 @@ modelo, no el código.
 
 Cada viñeta de *Lo que esto enseña* lleva un id (`02.no-repaga`, en los metadatos de su celda:
 `synaptum.afirmaciones`), y una celda del cuaderno, plegada y fuera de la página (etiqueta
-`verificacion`), la comprueba con `afirma("02.no-repaga", condición, "mensaje")`. La
-comprobación de las páginas exige que cada id de una página se haya comprobado al ejecutarla
-(ver *Probar* y `scripts/claims.py`).
+`verificacion`), la comprueba con `afirma("02.no-repaga", condición, "mensaje", **valores)`.
+La comprobación de las páginas exige que cada id de una página se haya comprobado al
+ejecutarla, y que cada número de su frase esté entre los `valores` que apuntó o en lo que
+imprime el cuaderno (ver *Probar* y `scripts/claims.py`).
 """
 
 from __future__ import annotations
