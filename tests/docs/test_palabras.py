@@ -144,3 +144,51 @@ def test_the_reasons_are_the_fixed_keys_alone_or_with_words() -> None:
     assert reason_problem("instrucciones — cómo correrlo") is None
     assert reason_problem("instrucciones —") is not None
     assert reason_problem("instrucciones para correrlo") is not None
+
+
+def _checks_nothing() -> None:
+    assert True
+
+
+def _checks_the_run() -> dict[str, int]:
+    eventos = len(["intentado", "completado"])
+    assert eventos == 2
+    return {"eventos": eventos}
+
+
+def test_a_registered_test_that_asserts_a_literal_checks_nothing() -> None:
+    from scripts.claims import vacuous_registered
+
+    assert vacuous_registered({"99.nada": _checks_nothing}) == [
+        "the registered test of 99.nada (_checks_nothing): «assert True» checks nothing"
+    ]
+    assert vacuous_registered({"99.algo": _checks_the_run}) == []
+
+
+def test_what_counts_as_a_number_and_what_is_exempt() -> None:
+    from scripts.claims import checked_fragments, checked_numbers
+
+    said = (
+        "El 02 y el cuaderno 14 (y el 06, el 08 y el 19) guardan 4 eventos, 4.200,00 € y "
+        "0,5 s en la 1ª vuelta; A2A, SHA-256, UTF-8, win32, 5xx, `000001-tool`, "
+        "`-p tope 16`, [09](propiedades/09_contexto.ipynb), https://x.org/2024/1 y "
+        "«herramienta ×1» no; los cuadernos (00, 02 y 17) tampoco; «sin medir» es una palabra."
+    )
+    assert checked_numbers(said) == ["4", "4.200,00", "0,5", "1"]
+    assert checked_fragments(said) == ["herramienta ×1"]
+    assert checked_fragments("la celda imprime `modelo ×0` y «1 evento»") == [
+        "1 evento",
+        "modelo ×0",
+    ]
+
+
+def test_the_update_shows_each_claim_beside_its_assertions() -> None:
+    from scripts.claims import assertion_sources
+
+    [in_02] = assertion_sources("02.cerrado")
+    assert in_02.startswith(
+        'notebooks/propiedades/02_durabilidad.ipynb, cell 18:\nafirma(\n    "02.cerrado",\n'
+    )
+    assert assertion_sources("limites.solo-stdlib") == [
+        "tests/docs/afirmaciones_md.py: _el_nucleo_solo_usa_la_biblioteca_estandar"
+    ]
