@@ -19,7 +19,7 @@ Where a block's id is written:
   blocks (its title first, when the cell holds the `# NN · …` heading), one entry per block:
 
       {"texto": "Un run cerrado devuelve su…", "ids": ["02.cerrado"]}
-      {"texto": "En JupyterLab, desde la raíz…", "no-afirma": "instrucciones para correrlo"}
+      {"texto": "En JupyterLab, desde la raíz…", "no-afirma": "instrucciones — cómo correrlo"}
 
   `texto` is the block's first words (`opening`), so a reader of the map sees which block an
   entry is for and the check sees the map out of step with the cell (a block added, removed,
@@ -28,9 +28,9 @@ Where a block's id is written:
   them (`id_bindings` lists them). In JupyterLab the map is in the cell's metadata (*Property
   Inspector*); the failure message gives the entry to write;
 - in the claim pages (`CLAIM_PAGES`, not opened in JupyterLab): an HTML comment at the end of
-  the block, `<!-- afirmacion: id … -->`, or `<!-- no-afirma: the reason -->` when it states
-  nothing about the runtime (a definition, a pointer to another page, a fact about the
-  platform).
+  the block, `<!-- afirmacion: id … -->`, or `<!-- no-afirma: reason -->` when it states
+  nothing about the runtime (a definition, a link, a fact about the platform: the reasons
+  are a fixed list, `NO_CLAIM_REASONS`, below).
 
 What must carry an id, mechanically:
 
@@ -38,8 +38,8 @@ What must carry an id, mechanically:
   checked by that notebook (the id starts with the notebook's number and its `afirma` call is
   in the notebook's code); its title, with one of its own ids; every other block of every
   Markdown cell (prose between code cells, *Cómo correrlo*, the paragraph under the bullets)
-  except the *Lo que imprime* cell: an id, or a `no-afirma` reason (narration, instructions,
-  how to run);
+  except the *Lo que imprime* cell: an id, or a `no-afirma` reason (`NO_CLAIM_REASONS`: narration
+  of the code, instructions, a link…);
 - in the claim pages: every block outside code fences and headings, that is every list item,
   every paragraph, every table body row and every HTML block. Its ids may be checked by any
   notebook or by a registered test.
