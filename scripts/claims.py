@@ -1152,16 +1152,16 @@ def unsupported_numbers(block: Block, evidence: Evidence) -> list[str]:
             problems.append(
                 f"{block.page}, {block.where}: the fragment «{fragment}» is not printed by the "
                 f"notebook nor among the values recorded for {ids} in this run "
-                f"(«{block.quote(70)}»). Print it, record it (afirma(…, nombre=valor)), or fix "
-                "the words"
+                f"(«{block.quote(70)}»). Print it, record it (afirma(…, nombre=valor), or return "
+                "it from its registered test), or fix the words"
             )
     for number in checked_numbers(block.words):
         if not evidence.covers_number(number):
             problems.append(
                 f"{block.page}, {block.where}: the number {number} is not printed by the "
                 f"notebook nor among the values recorded for {ids} in this run "
-                f"(«{block.quote(70)}»). Record the value it states (afirma(…, nombre=valor)), "
-                "or fix the words"
+                f"(«{block.quote(70)}»). Record the value it states (afirma(…, nombre=valor), or "
+                "return {nombre: valor} from its registered test), or fix the words"
             )
     return problems
 

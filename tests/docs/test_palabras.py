@@ -67,7 +67,8 @@ def test_a_bullets_number_that_the_notebook_does_not_print_or_assert() -> None:
         f"{N02}, *Lo que esto enseña*, bullet 1: the number 6 is not printed by the notebook nor "
         "among the values recorded for 02.escrito-antes-de-entregar in this run («Cada evento "
         "llega al journal **antes** de que el bucle lo entregue. L…»). Record the value "
-        "it states (afirma(…, nombre=valor)), or fix the words"
+        "it states (afirma(…, nombre=valor), or return {nombre: valor} from its registered test), "
+        "or fix the words"
     )
     # the true bullet passes: its 4 is what the notebook prints (journal: 4 eventos)
     [true, *_] = notebook_claim_blocks(NOTEBOOK_02)
