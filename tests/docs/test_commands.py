@@ -142,6 +142,16 @@ COMMANDS: dict[str, How] = {
         "tests/real/test_captura.py::"
         "test_modelos_has_one_captured_excerpt_and_it_is_what_the_command_writes",
     ),
+    "python -m scripts.captura_modelo": How(
+        "test",
+        "tests/real/test_captura.py::"
+        "test_modelos_has_one_captured_excerpt_and_it_is_what_the_command_writes",
+    ),
+    "python -m scripts.captura_modelo --veces 5": How(
+        "measures",
+        "--help only: it runs notebooks on the real model five times each",
+        ("-m", "scripts.captura_modelo", "--help"),
+    ),
     'eval "$(python3 scripts/modelo_local.py env)"': How(
         "here", "prints the export lines", ("scripts/modelo_local.py", "env")
     ),
@@ -217,24 +227,22 @@ def prose_pages() -> dict[str, str]:
 
 
 def shown_commands() -> dict[str, list[str]]:
-    """Every command each page shows, by page: its blocks and tables, and its prose."""
+    """Every command each page shows in its blocks and tables, by page."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     probar = (DOCS / "probar.md").read_text(encoding="utf-8")
     inicio = (DOCS / "index.md").read_text(encoding="utf-8")
     escalar = (DOCS / "escalar.md").read_text(encoding="utf-8")
-    shown = {
+    return {
         "README.md": table_commands(readme) + bash_commands(readme),
         "docs/probar.md": table_commands(probar),
         "docs/index.md": bash_commands(inicio),
         "docs/escalar.md": table_commands(escalar),
     }
-    for page, text in prose_pages().items():
-        shown[page] = shown.get(page, []) + [
-            command
-            for command in dict.fromkeys(prose_commands(text))
-            if command not in shown.get(page, [])
-        ]
-    return shown
+
+
+def shown_in_prose() -> dict[str, list[str]]:
+    """Every command each page writes in backticks in its prose, by page."""
+    return {page: list(dict.fromkeys(prose_commands(text))) for page, text in prose_pages().items()}
 
 
 def unrun(pages: dict[str, list[str]], commands: dict[str, How] = COMMANDS) -> list[str]:
@@ -249,13 +257,14 @@ def unrun(pages: dict[str, list[str]], commands: dict[str, How] = COMMANDS) -> l
 
 
 def test_every_command_a_page_shows_is_run_by_the_tests() -> None:
-    problems = unrun(shown_commands())
+    problems = unrun(shown_commands()) + unrun(shown_in_prose())
     assert problems == [], "\n".join(problems)
 
 
 def test_the_pages_show_commands_at_all() -> None:
     pages = shown_commands()
     assert len(pages["README.md"]) >= 12 and len(pages["docs/probar.md"]) >= 6, pages
+    assert len(shown_in_prose()["README.md"]) >= 2, shown_in_prose()
 
 
 def _runs(argv: list[str], **options) -> subprocess.CompletedProcess[str]:
