@@ -283,8 +283,9 @@ TRANSFER = "Transfiere 100 € a ES91."
 
 class _Store(MemoryCheckpointer):
     """A run's store whose process can die: once `die()` is called, nothing more reaches it,
-    exactly as after a SIGKILL (what the runtime would write on its way out is lost). A
-    resume is a new process on the same store: `revive()`."""
+    so the journal ends where a SIGKILL would end it (what the runtime would write on its way
+    out is lost; notebooks 05 and 06 show the same with a real process and a real kill). A
+    resume is then a new driver on the same store: `revive()`."""
 
     dead = False
 
@@ -697,6 +698,15 @@ def phase_problems(svg: str, rules: Rules | None = None) -> list[str]:
                     f"fases.svg says {b['accion']!r} is written as (phase, by, then a resume) "
                     f"{drawn}; the runtime: {runtime}"
                 )
+        answered = {
+            f"{rules.granted.action} {rules.denied.action}": rules.granted.phase,
+            "not_now": rules.not_now.phase,
+        }
+        if b.get("accion") in answered and b["fase"] != answered[b["accion"]].value:
+            found.append(
+                f"fases.svg says decide writes {b['accion']!r} as {b['fase']}; the runtime "
+                f"writes {answered[b['accion']].value}"
+            )
         if b.get("paso") == ApprovalStep.kind and (b["fase"], b["hace"]) != (
             rules.approval.value,
             rules.after_approval,
