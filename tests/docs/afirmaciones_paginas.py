@@ -348,47 +348,52 @@ HTTP_TESTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-_http_outcomes: dict[str, list[str]] | None = None
+_outcomes: dict[tuple[str, ...], dict[str, list[str]]] = {}
 
 
-def _http_cases() -> dict[str, list[str]]:
-    """Every test of `HTTP_TESTS`, run once in a pytest process of its own: test function →
-    the outcome of each of its cases ("passed", "failed", "skipped")."""
+def _run_once(ids: tuple[str, ...]) -> dict[str, list[str]]:
+    """The tests `ids` (pytest node ids), run once in a pytest process of their own: test
+    function → the outcome of each of its cases ("passed", "failure", "error", "skipped")."""
     import subprocess
     import tempfile
     import xml.etree.ElementTree as ElementTree
 
-    global _http_outcomes
-    if _http_outcomes is None:
-        ids = sorted({f"tests/http/{t}" for tests in HTTP_TESTS.values() for t in tests})
+    if ids not in _outcomes:
         with tempfile.TemporaryDirectory() as folder:
             report = Path(folder) / "junit.xml"
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                  f"--junitxml={report}", *ids],
-                cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+                cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
             )  # fmt: skip
-            assert report.exists(), "the tests of tests/http did not run"
-            outcomes: dict[str, list[str]] = {}
+            assert report.exists(), f"the tests {ids[:2]}… did not run"
+            found: dict[str, list[str]] = {}
             for case in ElementTree.parse(report).getroot().iter("testcase"):
-                name = case.get("name", "").split("[")[0]
+                name = case.get("name", "")
                 kinds = {child.tag for child in case}
                 outcome = next((k for k in ("failure", "error", "skipped") if k in kinds), "passed")
-                outcomes.setdefault(name, []).append(outcome)
-        _http_outcomes = outcomes
-    return _http_outcomes
+                found.setdefault(name.split("[")[0], []).append(outcome)
+                found.setdefault(name, []).append(outcome)  # a single case, by its full name
+        _outcomes[ids] = found
+    return _outcomes[ids]
 
 
-def _http_tests_pass(claim: str) -> int:
-    """Assert that every test `HTTP_TESTS[claim]` names ran and passed; how many cases ran."""
-    outcomes = _http_cases()
+def _tests_pass(group: dict[str, tuple[str, ...]], folder: str, claim: str) -> int:
+    """Assert that every test `group[claim]` names (`file::function`, or `file::function[case]`
+    for one case) ran and passed, all of the group's tests run once together; how many cases."""
+    ids = tuple(sorted({f"{folder}/{t}" for tests in group.values() for t in tests}))
+    outcomes = _run_once(ids)
     ran = 0
-    for test in HTTP_TESTS[claim]:
+    for test in group[claim]:
         name = test.split("::")[1]
         found = outcomes.get(name, [])
         assert found and set(found) == {"passed"}, f"{test}: {found or 'did not run'}"
         ran += len(found)
     return ran
+
+
+def _http_tests_pass(claim: str) -> int:
+    return _tests_pass(HTTP_TESTS, "tests/http", claim)
 
 
 @afirmacion("modelos.herramientas-y-stream")
@@ -584,3 +589,163 @@ def _ci_corre_todos_los_cuadernos_contra_el_modelo_local() -> None:
     # every property notebook, its own asserts holding, its output not compared with the page
     assert "property_notebooks()" in source and "run_notebooks_sync" in source
     assert "expected_output_of" not in source and "mismatch(" not in source
+
+
+# ── Escalar ──────────────────────────────────────────────────────────────────
+
+#: What each claim about `PostgresCheckpointer` on *Escalar* runs: tests of tests/postgres and
+#: tests/core against a real PostgreSQL (the one tests/postgres/store.py starts, or the one
+#: SYNAPTUM_TEST_POSTGRES_URL names), run once together.
+PG_TESTS: dict[str, tuple[str, ...]] = {
+    "escalar.conectar": (
+        "postgres/test_postgres.py::test_the_module_imports_without_psycopg_and_says_how_to_install_it",
+        "postgres/test_postgres.py::test_a_url_is_required_and_its_password_is_never_shown",
+        "postgres/test_postgres.py::test_a_schema_that_holds_other_tables_is_not_a_journal_and_is_left_alone",
+        "postgres/test_ataque_esquema.py::test_a_url_libpq_cannot_read_is_refused_without_showing_its_password",
+    ),
+    "escalar.candado": (
+        "postgres/test_postgres.py::test_a_second_process_is_told_busy_while_a_run_is_held",
+        "postgres/test_postgres.py::test_a_run_abandoned_by_break_resumes_at_once_in_the_same_process",
+        "postgres/test_postgres.py::test_a_held_run_writes_on_the_connection_holding_its_lock_and_stops_when_it_is_lost",
+        "postgres/test_ataque_carreras.py::test_a_run_held_in_an_event_loop_closed_without_letting_go_is_not_held_for_ever",
+        "core/test_kill.py::test_a_run_killed_at_every_boundary_resumes_to_the_same_end",
+    ),
+    "escalar.escrituras": (
+        "postgres/test_postgres.py::test_a_held_run_writes_on_the_connection_holding_its_lock_and_stops_when_it_is_lost",
+        "postgres/test_ataque_carreras.py::test_a_driver_that_lost_its_connection_between_steps_writes_nothing_after_the_new_owner",
+        "postgres/test_ataque_carreras.py::test_a_driver_that_lost_its_lock_while_its_consumer_held_the_write_ahead_record_does_not_act",
+    ),
+    "escalar.posiciones": (
+        "postgres/test_postgres.py::test_two_connections_appending_to_one_run_at_once_take_distinct_dense_positions",
+        "postgres/test_postgres.py::test_new_events_are_appended_in_one_statement_and_a_journaled_one_sends_it_to_the_transaction",
+    ),
+    "escalar.fallos": (
+        "postgres/test_faults.py::test_connections_cut_mid_run_stop_it_with_store_unavailable_and_lose_nothing",
+        "postgres/test_faults.py::test_the_database_restarted_mid_run_stops_it_and_the_resume_loses_nothing",
+        "postgres/test_faults.py::test_a_journal_row_damaged_by_hand_is_named_and_resumes_cleanly_once_restored",
+        "postgres/test_faults.py::test_a_damaged_final_row_of_a_closed_run_is_a_clear_error_not_a_new_run",
+    ),
+    "escalar.cli": (
+        "core/test_cli.py::test_every_command_escalar_shows_runs_as_written",
+        "core/test_cli.py::test_help_documents_every_exit_code",
+    ),  # fmt: skip
+}
+
+
+def _pg_tests_pass(claim: str) -> int:
+    return _tests_pass(PG_TESTS, "tests", claim)
+
+
+@afirmacion("escalar.conectar")
+def _un_extra_una_url_y_un_esquema_que_no_se_toca() -> dict:
+    import tomllib
+
+    from synaptum_lite.stores.postgres import PostgresCheckpointer
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert any(str(d).startswith("psycopg") for d in extras["postgres"]), extras["postgres"]
+    schema = inspect.signature(PostgresCheckpointer).parameters["schema"].default
+    assert schema == "synaptum_lite", schema
+    return {"casos": _pg_tests_pass("escalar.conectar")}
+
+
+@afirmacion("escalar.candado")
+def _un_candado_de_sesion_por_run() -> dict:
+    from synaptum_lite.stores import postgres, postgres_schema
+
+    assert "pg_try_advisory_lock" in inspect.getsource(postgres_schema)
+    assert "hold" in dir(postgres.PostgresCheckpointer)
+    return {"casos": _pg_tests_pass("escalar.candado")}
+
+
+@afirmacion("escalar.escrituras")
+def _las_escrituras_viajan_por_la_conexion_del_candado() -> dict:
+    from synaptum_lite.stores.postgres import PostgresCheckpointer
+
+    assert callable(getattr(PostgresCheckpointer, "confirm_hold", None))
+    return {"casos": _pg_tests_pass("escalar.escrituras")}
+
+
+@afirmacion("escalar.posiciones")
+def _posiciones_atomicas() -> dict:
+    return {"casos": _pg_tests_pass("escalar.posiciones")}
+
+
+@afirmacion("escalar.fallos")
+def _lo_escrito_escrito_esta() -> dict:
+    return {"casos": _pg_tests_pass("escalar.fallos")}
+
+
+@afirmacion("escalar.esquemas")
+def _el_candado_cubre_el_esquema_de_su_checkpointer() -> None:
+    from synaptum_lite.stores.postgres import lock_key
+
+    assert lock_key("uno", "pedido-1") != lock_key("otro", "pedido-1")
+    assert lock_key("uno", "pedido-1") == lock_key("uno", "pedido-1")
+
+
+@afirmacion("escalar.cli")
+def _la_linea_de_ordenes_sobre_sqlite_o_postgresql() -> dict:
+    from synaptum_lite.cli import parser, runview
+
+    states = (*runview.STATES, "damaged")
+    page = " ".join((DOCS / "escalar.md").read_text(encoding="utf-8").split())
+    assert all(f"`{state}`" in page for state in states), states
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+        parser.parser().parse_args(["runs", "--help"])
+    width = re.search(r"columns of output \(default (\d+)\)", " ".join(shown.getvalue().split()))
+    assert width is not None, "the command line's help no longer gives its default width"
+    helped = io.StringIO()
+    with contextlib.redirect_stdout(helped), contextlib.suppress(SystemExit):
+        parser.parser().parse_args(["--help"])
+    codes = re.findall(
+        r"^ {2}(\d+) {2}(.*?)(?=^ {2}\d+ {2}|\n\n|\Z)", helped.getvalue(), re.M | re.S
+    )
+    damaged = [
+        int(code) for code, said in codes if "a run in it is damaged" in " ".join(said.split())
+    ]
+    assert len(damaged) == 1, f"the help gives no exit code for a damaged run: {codes}"
+    # the notebooks the page names are those whose code runs the command line
+    named = re.search(r"Los cuadernos \[(\d\d)\]\([^)]*\) y \[(\d\d)\]", page)
+    using = [
+        p.name[:2]
+        for p in property_notebooks()
+        if any(
+            "from synaptum_lite import cli" in source_of(c)
+            for c in read_notebook(p)["cells"]
+            if c["cell_type"] == "code"
+        )
+    ]
+    assert named is not None and list(named.groups()) == using, (named, using)
+    return {
+        "estados": len(states),
+        "columnas": int(width.group(1)),
+        "código de un run dañado": damaged[0],
+        "casos": _pg_tests_pass("escalar.cli"),
+    }
+
+
+@afirmacion("escalar.lo-que-se-mide")
+def _lo_que_miden_los_tests_de_postgresql() -> dict:
+    import ast
+
+    source = (REPO / "tests" / "postgres" / "test_workers.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    found: dict[str, object] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+        ):
+            for name, value in zip(node.targets[0].elts, node.value.elts, strict=True):
+                if isinstance(name, ast.Name) and isinstance(value, ast.Constant):
+                    found[name.id] = value.value
+    racing = re.search(r"Batch\(tmp_path, (\d+), \"--in-order\"\)", source)
+    assert racing is not None and {"runs", "workers", "kills"} <= set(found), found
+    kill = (REPO / "tests" / "core" / "test_kill.py").read_text(encoding="utf-8")
+    assert 'STORE_KINDS = ["sqlite", "postgres"]' in kill  # every boundary, on both stores
+    return {**found, "en el mismo orden": int(racing.group(1))}
