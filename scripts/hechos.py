@@ -281,6 +281,32 @@ def siempre_el_doble() -> str:
     return _wrap(said) + " " + _claim("siempre-el-doble")
 
 
+def _nav_labels() -> dict[str, str]:
+    """Page file name → its label in the site's nav (`mkdocs.yml`)."""
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    return {file: label for label, file in re.findall(r"^\s*- ([^:\n]+): (\S+\.md)\s*$", nav, re.M)}
+
+
+def _named_pages(paths: list[Path]) -> str:
+    labels = _nav_labels()
+    names = [f"*{labels[p.name]}*" if p.name in labels else f"el {p.stem}" for p in paths]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " y " + names[-1]
+
+
+def paginas_de_afirmaciones() -> str:
+    """Probar: which pages are claim pages, and which are not (`scripts/claims.py`)."""
+    from scripts.claims import claim_pages, other_pages
+
+    said = (
+        f"Son páginas de afirmaciones (`CLAIM_PAGES`, en `scripts/claims.py`) "
+        f"{_named_pages(claim_pages())}. En las demás ({_named_pages(other_pages())}) no se "
+        "lee cada bloque: solo es una afirmación el que acaba con `<!-- afirmacion: id -->`, y "
+        "entonces se comprueba como cualquier otra (su id tiene que comprobarse en esta "
+        "ejecución y sus palabras tienen su huella)."
+    )
+    return _wrap(said) + " " + _claim("paginas-de-afirmaciones")
+
+
 def _wrap(text: str, width: int = 96) -> str:
     """`text` in lines of at most `width` characters, broken at spaces outside inline code (a
     command in backticks stays on one line, as a reader copies it)."""
@@ -299,6 +325,7 @@ SECTIONS: dict[tuple[Path, str], Callable[[], str]] = {
     (DOCS / "index.md", "cuadernos"): cuadernos,
     (DOCS / "probar.md", "navegador"): navegador,
     (DOCS / "probar.md", "procesos"): procesos,
+    (DOCS / "probar.md", "paginas-de-afirmaciones"): paginas_de_afirmaciones,
     (REPO / "README.md", "en-local"): en_local,
     (DOCS / "modelos.md", "siempre-el-doble"): siempre_el_doble,
 }

@@ -112,6 +112,18 @@ def _los_cuadernos_que_usan_siempre_el_doble_lo_imprimen() -> None:
         assert (said in printed) == (path.name[:2] in always), path.name
 
 
+@afirmacion("hechos.paginas-de-afirmaciones")
+def _las_paginas_de_afirmaciones_son_las_de_claims() -> None:
+    _section_holds(DOCS / "probar.md", "paginas-de-afirmaciones")
+    from scripts.claims import CLAIM_PAGES, claim_pages, other_pages
+
+    # every page of docs/ (and the README) is one or the other, and CLAIM_PAGES names them
+    assert {p.name for p in claim_pages()} == set(CLAIM_PAGES)
+    assert {p.name for p in claim_pages()} | {p.name for p in other_pages()} >= {
+        p.name for p in DOCS.glob("*.md")
+    }
+
+
 # ── Inicio ───────────────────────────────────────────────────────────────────
 
 
@@ -749,3 +761,125 @@ def _lo_que_miden_los_tests_de_postgresql() -> dict:
     kill = (REPO / "tests" / "core" / "test_kill.py").read_text(encoding="utf-8")
     assert 'STORE_KINDS = ["sqlite", "postgres"]' in kill  # every boundary, on both stores
     return {**found, "en el mismo orden": int(racing.group(1))}
+
+
+# ── Probar ───────────────────────────────────────────────────────────────────
+
+
+@afirmacion("probar.doble")
+async def _el_doble_contesta_con_su_guion_ejecuta_las_herramientas_y_cuenta() -> dict:
+    from synaptum_lite import (
+        Agent,
+        MemoryCheckpointer,
+        ProviderError,
+        Role,
+        Session,
+        TextFragment,
+        tool,
+    )
+    from synaptum_lite.testing import ScriptedGateway, calls, says
+
+    ran: list[str] = []
+
+    @tool
+    def anota(texto: str) -> str:
+        """Anota un texto."""
+        ran.append(texto)
+        return "anotado"
+
+    def responder(request):  # type: ignore[no-untyped-def]
+        done = any(m.role is Role.TOOL for m in request.messages)
+        return says("hecho") if done else calls("anota", texto="uno")
+
+    waited: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waited.append(seconds)
+
+    failing = ProviderError("ocupado", retryable=True, status=429, retry_after=1.5)
+    agente = Agent("a", model="m", instructions="Anota.", tools=[anota])
+    doble = ScriptedGateway([failing, responder, responder], tools=[anota])
+    pasos = [
+        p
+        async for p in agente.run(
+            "tarea", session=Session("r", doble, MemoryCheckpointer(), sleep=sleep)
+        )
+    ]
+    # the exception was raised instead of an answer and retried as the provider asked; the
+    # responder read the request; the tool really ran; each model call is counted, retries too
+    assert waited == [1.5] and ran == ["uno"] and pasos[-1].kind == "final", (waited, ran)
+    assert doble.model_calls == 3 and doble.tool_calls == 1, (doble.model_calls, doble.tool_calls)
+    assert len(doble.requests) == doble.model_calls
+    # the stream: fragments counted, a stream closed early noticed
+    flujo = ScriptedGateway([says("una respuesta bastante larga")], chunk_size=4)
+    corriente = Agent("b", model="m", instructions="Contesta.").stream(
+        "tarea", session=Session("s", flujo, MemoryCheckpointer())
+    )
+    async for item in corriente:
+        if isinstance(item, TextFragment):
+            break
+    await corriente.aclose()
+    assert flujo.chunks_emitted >= 1 and flujo.stream_closed
+    options = inspect.signature(ScriptedGateway).parameters
+    assert {"policy", "chunk_size"} <= set(options), list(options)
+    return {"model_calls": doble.model_calls, "tool_calls": doble.tool_calls}
+
+
+@afirmacion("probar.navegador")
+def _pyodide_fijado_y_el_paquete_del_repositorio_en_repo_zip() -> dict:
+    import json
+    import zipfile
+
+    from scripts.navegador import package_archive
+
+    pinned = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["devDependencies"]
+    page = (DOCS / "probar.md").read_text(encoding="utf-8")
+    said = re.search(r"\(Pyodide ([\d.]+), fijado en `package.json`\)", " ".join(page.split()))
+    assert said is not None and said.group(1) == pinned["pyodide"], (said, pinned)
+    names = zipfile.ZipFile(io.BytesIO(package_archive())).namelist()
+    assert "notebooks/comun.py" in names and "synaptum_lite/agent.py" in names, names[:5]
+    assert (REPO / "tests" / "core" / "test_single_process_lock.py").exists()
+    return {"pyodide": pinned["pyodide"]}
+
+
+@afirmacion("probar.sin-modelo-en-el-navegador")
+def _en_el_navegador_contesta_el_doble() -> None:
+    from synaptum_lite.testing import ScriptedGateway
+
+    with _comun({}) as comun:
+        real = sys.platform
+        sys.platform = "emscripten"  # the branch Pyodide takes, forced here
+        try:
+            line = comun.linea_de_modo()  # type: ignore[attr-defined]
+            puerta = comun.gateway([])  # type: ignore[attr-defined]
+        finally:
+            sys.platform = real
+        assert line == comun.MODO_EN_EL_NAVEGADOR, line  # type: ignore[attr-defined]
+    assert isinstance(puerta, ScriptedGateway)
+
+
+@afirmacion("probar.xdist")
+def _la_bateria_en_procesos_de_xdist() -> dict:
+    import tomllib
+
+    options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "pytest"
+    ]["ini_options"]["addopts"]
+    at = {option: options[i + 1] for i, option in enumerate(options[:-1])}
+    assert at["-n"] == "auto" and at["--dist"] == "loadfile", at
+    conftest = (REPO / "tests" / "docs" / "conftest.py").read_text(encoding="utf-8")
+    assert "_first_to_claim" in conftest  # the first worker makes the build and the runs
+    return {"como mucho": int(at["--maxprocesses"])}
+
+
+@afirmacion("probar.carga")
+def _carga_arranca_procesos_que_gastan_cpu() -> dict:
+    from scripts import carga
+
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+        carga.main(["--help"])
+    default = re.search(r"--hogs.*?default[: ]+(\d+)", " ".join(shown.getvalue().split()))
+    assert default is not None, shown.getvalue()
+    assert "/proc/loadavg" in inspect.getsource(carga)
+    return {"hogs": int(default.group(1))}
