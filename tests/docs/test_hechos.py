@@ -220,3 +220,30 @@ def test_a_misspelt_command_in_backticks_in_a_paragraph_fails() -> None:
         "docs/probar.md shows `uv run python -m scripts.update_page`, which no test runs: add "
         "it to COMMANDS in tests/docs/test_commands.py with how the tests run it"
     ]
+
+
+def test_a_run_time_is_recorded_as_its_class_and_the_record_changes_only_with_a_class(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "tiempos.json"
+    bounds = [bound for bound, _ in hechos.TIME_CLASSES if bound is not None]
+    assert hechos.record_times({"00_a": bounds[0] - 0.5, "01_b": bounds[-1] + 1}, record)
+    assert hechos.recorded_times(record) == {
+        "00_a": hechos.TIME_CLASSES[0][1],
+        "01_b": hechos.TIME_CLASSES[-1][1],
+    }
+    # the same classes measured again: the file, and so the pages, stay as they are
+    assert not hechos.record_times({"00_a": bounds[0] - 0.1, "01_b": bounds[-1] + 9}, record)
+    assert hechos.record_times({"00_a": bounds[0], "01_b": bounds[-1] + 9}, record)
+
+
+def test_a_notebook_that_kills_only_in_its_pruebalo_runs_in_the_browser() -> None:
+    from scripts.navegador import browser_notebooks
+    from scripts.pages import notebooks_that_kill
+
+    only_there = [
+        p
+        for p in property_notebooks()
+        if p.name[:2] in notebooks_that_kill() and not hechos.kills_in_teaching(p)
+    ]
+    assert set(only_there) <= set(browser_notebooks())
