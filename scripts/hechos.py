@@ -218,10 +218,11 @@ def navegador() -> str:
     items = [f"- el {number}: {why}. {_claim('navegador')}" for number, why in needs.items()]
     total = len(in_browser) + len(needs)
     said = _wrap(
-        f"Corren en el navegador {len(in_browser)} de los {total} cuadernos "
-        f"({_bare(in_browser)}). No corren en él {len(needs)}, porque Pyodide es un solo "
-        "proceso y cada uno necesita otro o mata uno de verdad; donde estaría el botón, su "
-        "página dice por qué y con qué órdenes correrlo en local:"
+        f"Las páginas {_bare(list(needs))} no se ejecutan en el navegador: Pyodide es un solo "
+        "proceso, y cada uno de esos cuadernos necesita otro o mata uno de verdad. Donde estaría "
+        "el botón, su página dice por qué y con qué órdenes correrlo en local. Corren en el "
+        f"navegador las otras {len(in_browser)} de las {total} ({_bare(in_browser)}). Por qué no "
+        "corre cada una:"
     )
     return said + " " + _claim("navegador") + "\n\n" + "\n".join(items)
 
@@ -244,8 +245,8 @@ def en_local() -> str:
     in_browser, needs = _browser()
     said = (
         f"De los {len(in_browser) + len(needs)} cuadernos, {len(in_browser)} corren en el "
-        f"navegador; los otros {len(needs)} ({_bare(list(needs))}) necesitan procesos de verdad, "
-        "y su página dice cómo correrlos en local."
+        f"navegador; las páginas {_bare(list(needs))} necesitan procesos de verdad, y dicen cómo "
+        "correrlas en local."
     )
     return _wrap(said) + " " + _claim("en-local")
 
