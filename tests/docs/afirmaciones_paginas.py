@@ -377,6 +377,7 @@ def _run_once(ids: tuple[str, ...]) -> dict[str, list[str]]:
                 [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                  f"--junitxml={report}", *ids],
                 cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+                env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
             )  # fmt: skip
             assert report.exists(), f"the tests {ids[:2]}… did not run"
             found: dict[str, list[str]] = {}
