@@ -29,8 +29,19 @@ from scripts.pages import DOCS, REPO, property_notebooks, relative
 
 PAGE = DOCS / "modelos.md"
 CAPTURAS = REPO / "build" / "modelo-real"
-INICIO = "<!-- captura-modelo-real: inicio (python -m scripts.captura_modelo la escribe) -->"
-FIN = "<!-- captura-modelo-real: fin -->"
+INICIO = (
+    "<!-- captura-modelo-real: inicio (python -m scripts.captura_modelo la escribe) --> "
+    "<!-- no-afirma: sobre esta página — empieza el extracto capturado -->"
+)
+FIN = (
+    "<!-- captura-modelo-real: fin --> "
+    "<!-- no-afirma: sobre esta página — acaba el extracto capturado -->"
+)
+#: What each block of the excerpt is, for the claim check (scripts/claims.py).
+CAPTURED = (
+    "<!-- no-afirma: sobre la plataforma — capturado con un modelo de verdad, "
+    "lo escribe scripts/captura_modelo.py -->"
+)
 
 #: The two notebooks the excerpt shows: the seed's resume, and a person's approval. Each
 #: answers after a tool's result, where the model used to switch to English.
@@ -107,14 +118,15 @@ def excerpt(printed: dict[str, str], model: str) -> str:
         INICIO,
         "",
         f'!!! example "Capturado con un modelo de verdad ({model}), no con el doble"',
+        f"    {CAPTURED}",
         "",
         "    Lo que imprimieron estos cuadernos, sin tocar, contra `llama-server` en esta máquina.",
         "    No se compara con nada byte a byte: otra ejecución puede decir otra cosa. Lo",
-        "    escribe `python -m scripts.captura_modelo`, no una persona.",
+        f"    escribe `python -m scripts.captura_modelo`, no una persona. {CAPTURED}",
     ]
     for stem in NOTEBOOKS:
         text = printed[stem].strip("\n")
-        parts += ["", f"    `{stem}.ipynb`", "", "    ```text"]
+        parts += ["", f"    `{stem}.ipynb` {CAPTURED}", "", "    ```text"]
         parts += [f"    {line}".rstrip() for line in text.splitlines()]
         parts += ["    ```"]
     parts += ["", FIN]
@@ -126,7 +138,7 @@ def blocks_of(page: str) -> dict[str, str]:
     without leading and trailing blank lines)."""
     start, end = page.index(INICIO), page.index(FIN)
     found = re.findall(
-        r"^    `(\d\d_\w+)\.ipynb`\n\n    ```text\n(.*?)\n    ```$",
+        r"^    `(\d\d_\w+)\.ipynb`[^\n]*\n\n    ```text\n(.*?)\n    ```$",
         page[start:end],
         re.MULTILINE | re.DOTALL,
     )

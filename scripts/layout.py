@@ -21,9 +21,12 @@ PACKAGE = REPO / "synaptum_lite"
 CONCEPTOS = REPO / "docs" / "conceptos.md"
 INICIO = (
     "<!-- como-esta-hecho: inicio (python -m scripts.update_pages lo escribe) --> "
-    "<!-- no-afirma: empieza el árbol generado -->"
+    "<!-- no-afirma: sobre esta página — empieza el árbol generado -->"
 )
-FIN = "<!-- como-esta-hecho: fin --> <!-- no-afirma: acaba el árbol generado -->"
+FIN = (
+    "<!-- como-esta-hecho: fin --> "
+    "<!-- no-afirma: sobre esta página — acaba el árbol generado -->"
+)
 
 #: The folders around the core, in the order the tree shows them.
 FOLDERS = ("stores", "gateways", "integrations", "cli")
