@@ -416,3 +416,53 @@ def test_constructing_any_exception_has_no_side_effect_and_keeps_the_fields_it_n
                 assert getattr(error, name) == value, f"{cls.__name__}.{name}"
         assert str(error)
     assert list(tmp_path.iterdir()) == [] and caplog.records == []
+
+
+def test_a_remote_agents_stream_is_its_run_and_a_changed_declaration_refuses_the_resume(tmp_path):
+    """Against notebook 19's A2A server, a real process: `stream` journals what `run` does and
+    yields no fragments; a run started under one declared risk refuses another."""
+    import sys
+    from pathlib import Path
+
+    from synaptum_lite import ConfigurationChanged
+    from synaptum_lite.integrations.a2a import remote_agent
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks" / "propiedades"))
+    import _servidor_19 as servidor
+
+    server = servidor.Proceso(duracion=0.1)
+    try:
+
+        async def scenario() -> tuple[list[Any], list[Any], Any, Any]:
+            store = SqliteCheckpointer(tmp_path / "runs.db")
+            remote = await remote_agent(server.url, risk=Risk.READ, name="buscador")
+            streamed = [
+                s
+                async for s in remote.stream(
+                    "vuelos", session=Session("s", ScriptedGateway([]), store)
+                )
+            ]
+            ran = [
+                s
+                async for s in remote.run(
+                    "vuelos", session=Session("r", ScriptedGateway([]), store)
+                )
+            ]
+            riskier = await remote_agent(server.url, risk=Risk.DESTRUCTIVE, name="buscador")
+            with pytest.raises(ConfigurationChanged) as changed:
+                async for _ in riskier.run(
+                    "vuelos", session=Session("r", ScriptedGateway([]), store)
+                ):
+                    pass
+            return streamed, ran, changed.value, await load_events(store, "s")
+
+        streamed, ran, changed, events = run(scenario())
+        assert not any(isinstance(s, TextFragment) for s in streamed)
+        shape = [(s.step_id, s.phase, s.kind) for s in streamed]
+        assert shape == [(s.step_id, s.phase, s.kind) for s in ran] and len(shape) == 5
+        assert [(e.step_id, e.phase, e.kind) for e in events] == shape
+        assert streamed[-1].output == ran[-1].output
+        assert "remote" in changed.fields
+        assert len(server.mensajes()) == 2  # one message per run; the refused resume sent none
+    finally:
+        server.para()
