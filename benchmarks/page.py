@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import provenance, workload
+
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent / "docs"
 PAGE = DOCS / "rendimiento.md"
@@ -98,6 +100,22 @@ def write(results: dict[str, Any]) -> None:
     PAGE.write_text(render(results), encoding="utf-8")
 
 
+def problems(results: dict[str, Any], text: str | None = None) -> list[str]:
+    """What keeps `text` (by default the page on disk) from being the honest rendering of
+    `results`: a table not made from the raw timings, raw timings not matching their digest
+    (`benchmarks.provenance`), or a page that is not what `render` makes of the results."""
+    found = provenance.problems(results)
+    if text is None:
+        text = PAGE.read_text(encoding="utf-8")
+    if text != render(results):
+        found.append(
+            "docs/rendimiento.md is not what benchmarks/page.py makes of "
+            "benchmarks/results/latest.json: regenerate it with "
+            "`uv run --group bench python -m benchmarks.run --page-only`"
+        )
+    return found
+
+
 def render(results: dict[str, Any]) -> str:
     runs = {key: value for key, value in results.get("durable_runs", {}).items() if value["rows"]}
     sizes = results["settings"]["sizes"]
@@ -123,6 +141,7 @@ def render(results: dict[str, Any]) -> str:
         "imports": _imports(results),
         "many_runs": _many_runs(results.get("many_runs")),
         "navegador": _navegador(_read(NAVEGADOR)),
+        **_workload(results, runs),
     }
     text = string.Template(TEMPLATE.read_text(encoding="utf-8")).substitute(fields)
     return text.rstrip() + "\n"
@@ -215,14 +234,14 @@ class Figures:
 
 def _machine(results: dict[str, Any]) -> str:
     """The provenance: the machine, the commit, and the digest of the raw timings."""
-    provenance, settings = results["provenance"], results["settings"]
-    machine = provenance["machine"]
+    recorded, settings = results.get("provenance", {}), results["settings"]
+    machine = recorded.get("machine", {})
 
     def loads(key: str) -> str:
         return ", ".join(_number(x, 1) for x in machine.get(key, [])) or "—"
 
     memory = _number(machine["memory_gib"], 0)
-    changed = provenance.get("uncommitted") or []
+    changed = recorded.get("uncommitted") or []
     tree = (
         "sin cambios sin commit en lo que se mide"
         if not changed
@@ -234,16 +253,29 @@ def _machine(results: dict[str, Any]) -> str:
             f"{machine['system']}, {machine['python']}.",
             f"- Carga media (1, 5 y 15 min) al empezar: {loads('load_at_start')}; al terminar: "
             f"{loads('load_at_end')}.",
-            f"- Medido el {results['date']} en el commit `{provenance['commit']}`, {tree}; la "
-            f"orden entera tardó {_duration(results.get('elapsed_s'))}.",
+            f"- Medido el {results['date']} en el commit `{recorded.get('commit', '—')}`, "
+            f"{tree}; la orden entera tardó {_duration(results.get('elapsed_s'))}.",
             f"- Repeticiones: {settings['repeats']} por medida y N en los runs durables, "
             f"{settings['docs_repeats']} al comprobar los cuadernos, "
             f"{settings['import_repeats']} al importar.",
-            "- Cada repetición se guarda tal cual en `benchmarks/results/latest.json` (`raw`), y"
-            " cada tabla de esta página se rehace a partir de ellas al comprobar el sitio. Su"
-            f" huella sha256: `{provenance['raw_sha256']}`.",
+            "- Huella sha256 de los tiempos crudos (`raw` en `benchmarks/results/latest.json`): "
+            f"`{recorded.get('raw_sha256', '—')}`.",
+            *_overloaded(machine),
         ]
     )
+
+
+def _overloaded(machine: dict[str, Any]) -> list[str]:
+    """A line when the load average, at the start or the end, was above the cores."""
+    loads = [*machine.get("load_at_start", []), *machine.get("load_at_end", [])]
+    cores = machine.get("cores")
+    if not loads or not cores or max(loads) <= cores:
+        return []
+    return [
+        f"- La carga media pasó de los {cores} núcleos (hasta {_number(max(loads), 1)}): había"
+        " más procesos esperando CPU que núcleos, así que los tiempos absolutos de esta medición"
+        " salen inflados."
+    ]
 
 
 def _contenders(results: dict[str, Any], runs: dict[str, Any]) -> str:
@@ -523,6 +555,32 @@ def _docs(docs: dict[str, Any] | None) -> str:
     ]
     lines += [f"- {stem}: {_ms(seconds * 1000)}" for stem, seconds in docs["per_notebook"].items()]
     return "\n".join(lines)
+
+
+def _workload(results: dict[str, Any], runs: dict[str, Any]) -> dict[str, str]:
+    """The figures the prose gives of the work itself, from the code that does it and the
+    results, never typed in the template."""
+    many = results.get("many_runs") or {}
+    pool = many.get("pool") or {}
+    note = ""
+    exponent = runs.get(OURS, {}).get("growth_exponent")
+    if exponent is not None and exponent < 1:
+        note = (
+            " Un fichero de `synaptum_lite` sin ningún run ya ocupa algo (sus tablas), y por eso"
+            f" su exponente sobre todas las N sale por debajo de 1 ({_number(exponent, 2)})."
+        )
+    return {
+        "text_bytes": f"{_number(workload.TEXT_BYTES, 0)} B",
+        "result_bytes": f"{_number(workload.RESULT_BYTES, 0)} B",
+        "payload": f"{_number(workload.PAYLOAD_PER_STEP, 0)} B",
+        "storage_note": note,
+        "open_runs": _count(many.get("open_runs")),
+        "steps": _count(many.get("steps")),
+        # each run of the pool makes two model calls (benchmarks.many_runs)
+        "model_ms": "—"
+        if "model_latency_ms" not in pool
+        else f"{_number(2 * pool['model_latency_ms'], 0)} ms",
+    }
 
 
 def _docs_results(results: dict[str, Any]) -> dict[str, Any]:
