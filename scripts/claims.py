@@ -27,7 +27,8 @@ Where a block's id is written:
   the blocks whose entries name it, and to no other: the map is the one place that binds
   them (`id_bindings` lists them). In JupyterLab the map is in the cell's metadata (*Property
   Inspector*); the failure message gives the entry to write;
-- in the claim pages (`CLAIM_PAGES`, not opened in JupyterLab): an HTML comment at the end of
+- in the claim pages (`CLAIM_PAGES` of `docs/`, and the README: `claim_pages`; not opened in
+  JupyterLab): an HTML comment at the end of
   the block, `<!-- afirmacion: id … -->`, or `<!-- no-afirma: reason -->` when it states
   nothing about the runtime (a definition, a link, a fact about the platform: the reasons
   are a fixed list, `NO_CLAIM_REASONS`, below).
@@ -47,7 +48,8 @@ What must carry an id, mechanically:
 An id written anywhere else in a page is checked the same way. An assertion whose id no page
 carries is stale and fails too.
 
-Outside the claim pages (the other pages of `docs/`, and `README.md`: `other_pages`), a block
+Outside the claim pages (the other pages of `docs/`, the reference and the benchmarks, whose
+words come from the code's docstrings and the measured figures: `other_pages`), a block
 that ends with `<!-- afirmacion: id … -->` is a claim like any other: its ids must be checked,
 and its words are recorded in the lock. Their other blocks are not read, and a marker quoted in
 inline code is a quotation, not a claim (`other_page_claim_blocks`).
@@ -146,11 +148,21 @@ from scripts.pages import (
 #: The variable `comun.afirma` reads: the folder where it records the ids it checked.
 RECORD_FOLDER_VARIABLE = "AFIRMACIONES_COMPROBADAS"
 
-#: The pages whose every block is a claim or says why it is not.
-CLAIM_PAGES = ("conceptos.md", "limites.md", "glosario.md", "figuras.md", "otros-sistemas.md")
+#: The pages of `docs/` whose every block is a claim or says why it is not.
+CLAIM_PAGES = (
+    "index.md",
+    "conceptos.md",
+    "limites.md",
+    "glosario.md",
+    "figuras.md",
+    "otros-sistemas.md",
+    "escalar.md",
+    "modelos.md",
+    "probar.md",
+)
 
-#: Pages besides `docs/` whose marked blocks are claims too (`other_pages`).
-OTHER_PAGES = (REPO / "README.md",)
+#: Pages besides `docs/` read the same way: every block a claim or a reason why not.
+CLAIM_PAGES_ELSEWHERE = (REPO / "README.md",)
 
 #: The heading of a notebook's claims.
 CLAIMS_HEADING = "Lo que esto enseña"
@@ -737,12 +749,12 @@ def asserted_ids(code: str) -> list[str]:
 
 
 def claim_pages() -> list[Path]:
-    return [DOCS / name for name in CLAIM_PAGES]
+    return [DOCS / name for name in CLAIM_PAGES] + list(CLAIM_PAGES_ELSEWHERE)
 
 
 def other_pages() -> list[Path]:
-    """The pages that are not claim pages: the rest of `docs/`, and `OTHER_PAGES`."""
-    return [p for p in sorted(DOCS.glob("*.md")) if p.name not in CLAIM_PAGES] + list(OTHER_PAGES)
+    """The pages of `docs/` that are not claim pages (the reference, the benchmarks)."""
+    return [p for p in sorted(DOCS.glob("*.md")) if p.name not in CLAIM_PAGES]
 
 
 def other_page_claim_blocks(path: Path, text: str | None = None) -> list[Block]:
