@@ -54,9 +54,15 @@ async def consultar_saldo(cuenta: Annotated[str, "IBAN de la cuenta"]) -> str:
     return f"{cuenta}: 4.200,00 €"
 
 
+#: Seconds a read may wait for the server: a bound on a hang only. The server has one slot,
+#: the notebooks on the real model ask it at the same time, and on a busy machine a request
+#: waited in its queue past the gateway's default (120 s) and failed with ReadTimeout.
+HANG = 600.0
+
+
 def model() -> OpenAICompatibleGateway:
     assert BASE_URL is not None
-    return OpenAICompatibleGateway(BASE_URL, tools=[consultar_saldo])
+    return OpenAICompatibleGateway(BASE_URL, tools=[consultar_saldo], timeout=HANG)
 
 
 def test_the_seed_run_resumes_on_the_real_model_without_paying_twice(tmp_path: Path) -> None:
