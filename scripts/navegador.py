@@ -7,8 +7,9 @@ registry with `npm ci` into `node_modules/pyodide/`. The site serves it itself
 comes from another origin. The same archive and the same Pyodide run the notebooks under Node
 in `tests/navegador/`, and in Chromium in `tests/site/test_en_el_navegador.py`.
 
-A notebook that needs a real process (02 and 06 SIGKILL a child, 08 starts a second worker)
-cannot run in a browser: Pyodide is one process. Its page says so, and how to run it locally.
+A notebook that needs a real process (`NEEDS_A_PROCESS`: it SIGKILLs a child, or starts a
+second worker or a server) cannot run in a browser: Pyodide is one process. Its page says so,
+and how to run it locally; scripts/hechos.py checks the list against what the notebooks do.
 """
 
 from __future__ import annotations

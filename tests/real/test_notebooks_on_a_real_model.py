@@ -48,10 +48,9 @@ def _code_and_helpers(path) -> str:
 
 
 def on_the_double_by_design() -> set[str]:
-    """The notebooks whose point needs the double (their pages say why: 06, 17 and 18 compare
-    killed runs with uninterrupted ones, 09 compares the requests only the double keeps, 10
-    scripts provider errors, 19 counts the messages a remote server receives across a kill),
-    read from their header call, `encabezado(..., siempre_el_doble=True)`."""
+    """The notebooks whose point needs the double (each page says why), read from their
+    header call, `encabezado(..., siempre_el_doble=True)`; *Modelos* lists them, generated
+    from this same call (scripts/hechos.py, `always_the_double`)."""
     return {
         path.stem
         for path in property_notebooks()
