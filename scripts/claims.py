@@ -1157,25 +1157,23 @@ def unsupported_numbers(block: Block, evidence: Evidence) -> list[str]:
     """One line per number or fragment of a block bound to ids that `evidence` lacks."""
     if not block.ids or exempt_from_numbers(block):
         return []
-    problems = []
     ids = ", ".join(block.ids)
-    for fragment in checked_fragments(block.words):
-        if not evidence.covers_fragment(fragment):
-            problems.append(
-                f"{block.page}, {block.where}: the fragment «{fragment}» is not printed by the "
-                f"notebook nor among the values recorded for {ids} in this run "
-                f"(«{block.quote(70)}»). Print it, record it (afirma(…, nombre=valor), or return "
-                "it from its registered test), or fix the words"
-            )
-    for number in checked_numbers(block.words):
-        if not evidence.covers_number(number):
-            problems.append(
-                f"{block.page}, {block.where}: the number {number} is not printed by the "
-                f"notebook nor among the values recorded for {ids} in this run "
-                f"(«{block.quote(70)}»). Record the value it states (afirma(…, nombre=valor), or "
-                "return {nombre: valor} from its registered test), or fix the words"
-            )
-    return problems
+    missing = [
+        f"the fragment «{fragment}»"
+        for fragment in checked_fragments(block.words)
+        if not evidence.covers_fragment(fragment)
+    ] + [
+        f"the number {number}"
+        for number in checked_numbers(block.words)
+        if not evidence.covers_number(number)
+    ]
+    return [
+        f"{block.page}, {block.where}: {what} is not printed by the notebook nor among the "
+        f"values recorded for {ids} in this run («{block.quote(70)}»). Record the value it "
+        "states (afirma(…, nombre=valor), or return {nombre: valor} from its registered test), "
+        "print it, or fix the words"
+        for what in missing
+    ]
 
 
 def asserting_notebooks(claim: str) -> list[Path]:
