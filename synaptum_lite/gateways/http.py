@@ -57,6 +57,10 @@ except ImportError:  # pragma: no cover - exercised by the install message only
 ENV_BASE_URL = "SYNAPTUM_BASE_URL"
 ENV_API_KEY = "SYNAPTUM_API_KEY"
 ENV_MODEL = "SYNAPTUM_MODEL"
+ENV_TIMEOUT = "SYNAPTUM_TIMEOUT"
+
+#: The default time one read may wait for the server, in seconds (`SYNAPTUM_TIMEOUT`).
+TIMEOUT = 120.0
 
 #: The default total time a model call may take, in seconds, across all its attempts (the
 #: loop's retries and the waits between them), however the server sends its answer.
@@ -97,7 +101,7 @@ class OpenAICompatibleGateway(LocalGateway):
         *,
         model: str | None = None,
         api_key: str | None = None,
-        timeout: float = 120.0,
+        timeout: float = TIMEOUT,
         deadline: float = DEADLINE,
         attempt_timeout: float | None = None,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
@@ -114,7 +118,11 @@ class OpenAICompatibleGateway(LocalGateway):
             raise ConfigurationError(
                 f"base_url must start with http:// or https://, got {without_userinfo(base_url)!r}"
             )
-        for name, seconds in (("deadline", deadline), ("attempt_timeout", attempt_timeout)):
+        for name, seconds in (
+            ("timeout", timeout),
+            ("deadline", deadline),
+            ("attempt_timeout", attempt_timeout),
+        ):
             if seconds is not None and not (
                 isinstance(seconds, (int, float))
                 and not isinstance(seconds, bool)
@@ -160,9 +168,12 @@ class OpenAICompatibleGateway(LocalGateway):
         policy: Policy = allow_everything,
         environ: Mapping[str, str] | None = None,
     ) -> OpenAICompatibleGateway:
-        """Build the gateway from `SYNAPTUM_BASE_URL`, `SYNAPTUM_API_KEY`, `SYNAPTUM_MODEL`.
+        """Build the gateway from `SYNAPTUM_BASE_URL`, `SYNAPTUM_API_KEY`, `SYNAPTUM_MODEL` and
+        `SYNAPTUM_TIMEOUT` (`timeout`, in seconds: a slow local model that writes a whole
+        answer before its first byte may need more than the default).
 
-        Raises `ConfigurationError` when `SYNAPTUM_BASE_URL` is not set.
+        Raises `ConfigurationError` when `SYNAPTUM_BASE_URL` is not set, or when
+        `SYNAPTUM_TIMEOUT` is not a positive number of seconds.
         """
         env = os.environ if environ is None else environ
         base_url = env.get(ENV_BASE_URL, "").strip()
@@ -171,10 +182,22 @@ class OpenAICompatibleGateway(LocalGateway):
                 f"{ENV_BASE_URL} is not set; export the server's API root, "
                 "for example http://127.0.0.1:8080/v1"
             )
+        timeout = TIMEOUT
+        if raw := env.get(ENV_TIMEOUT, "").strip():
+            try:
+                timeout = float(raw)
+            except ValueError:
+                timeout = float("nan")  # refused below, naming the value
+            if not 0 < timeout < float("inf"):
+                raise ConfigurationError(
+                    f"{ENV_TIMEOUT} must be a positive number of seconds, got {raw!r}; "
+                    f"export one (for example 600) or unset it for the default ({TIMEOUT:g})"
+                )
         return cls(
             base_url,
             model=env.get(ENV_MODEL) or None,
             api_key=env.get(ENV_API_KEY) or None,
+            timeout=timeout,
             tools=tools,
             policy=policy,
         )

@@ -335,6 +335,7 @@ HTTP_TESTS: dict[str, tuple[str, ...]] = {
     "modelos.variables": (
         "test_http_gateway.py::test_from_env_reads_the_three_variables",
         "test_http_gateway.py::test_from_env_without_a_base_url_says_what_to_set",
+        "test_http_gateway.py::test_from_env_reads_the_seconds_a_read_may_wait",
         "test_http_gateway.py::test_the_request_carries_messages_tools_the_model_and_the_key",
     ),
     "modelos.axonium": (
@@ -487,8 +488,11 @@ def _una_respuesta_pagada_queda_en_el_journal() -> dict:
 
 
 @afirmacion("modelos.variables")
-def _el_gateway_lee_las_tres_variables() -> dict:
-    return {"casos": _http_tests_pass("modelos.variables")}
+def _el_gateway_lee_sus_variables() -> dict:
+    from synaptum_lite.gateways.http import OpenAICompatibleGateway
+
+    espera = inspect.signature(OpenAICompatibleGateway).parameters["timeout"].default
+    return {"casos": _http_tests_pass("modelos.variables"), "espera_por_defecto": espera}
 
 
 @afirmacion("modelos.axonium")

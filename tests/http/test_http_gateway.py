@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import socket
 import traceback
 from pathlib import Path
@@ -356,6 +357,31 @@ def test_from_env_reads_the_three_variables() -> None:
 
     assert (model.base_url, model.model) == ("http://127.0.0.1:8080/v1", "qwen")
     assert KEY not in repr(model)
+
+
+def test_from_env_reads_the_seconds_a_read_may_wait() -> None:
+    root = {"SYNAPTUM_BASE_URL": "http://127.0.0.1:8080/v1"}
+
+    assert OpenAICompatibleGateway.from_env(environ=root).timeout == 120.0
+    assert (
+        OpenAICompatibleGateway.from_env(environ={**root, "SYNAPTUM_TIMEOUT": "600"}).timeout == 600
+    )
+    for bad in ("diez", "0", "-5", "nan", "inf"):
+        with pytest.raises(ConfigurationError) as refused:
+            OpenAICompatibleGateway.from_env(environ={**root, "SYNAPTUM_TIMEOUT": bad})
+        assert str(refused.value) == (
+            f"SYNAPTUM_TIMEOUT must be a positive number of seconds, got {bad!r}; export one "
+            "(for example 600) or unset it for the default (120)"
+        )
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "120", True])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused(bad: Any) -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=f"timeout must be a positive number of seconds, got {re.escape(repr(bad))}",
+    ):
+        OpenAICompatibleGateway("http://127.0.0.1:9/v1", timeout=bad)
 
 
 def test_from_env_without_a_base_url_says_what_to_set() -> None:

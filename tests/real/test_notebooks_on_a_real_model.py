@@ -97,7 +97,9 @@ def runs():
         property_notebooks(),
         parallel=2,
         timeout=600,
-        model={"SYNAPTUM_BASE_URL": BASE_URL, "SYNAPTUM_MODEL": MODEL},
+        # a read waits up to 600 s (a hang bound): the server has one slot and, on a busy
+        # machine, a request waits in its queue longer than the gateway's default 120 s
+        model={"SYNAPTUM_BASE_URL": BASE_URL, "SYNAPTUM_MODEL": MODEL, "SYNAPTUM_TIMEOUT": "600"},
     )
     write_captures({run.path.stem: run.printed for run in runs if not run.problems()})
     return runs
