@@ -977,9 +977,25 @@ RUNTIME_VERBS = (
     "cierra",
 )
 
+
+def _public_classes() -> tuple[str, ...]:
+    """The classes a page may name as the subject of what the runtime does: every class the
+    package exports, and the gateways' and stores' (a page says «`LocalGateway` ejecuta…»)."""
+    import synaptum_lite
+    from synaptum_lite.gateways import axonium, http
+    from synaptum_lite.stores import postgres
+
+    names = {n for n in synaptum_lite.__all__ if n[:1].isupper()}
+    for module in (http, axonium, postgres):
+        names |= {n for n, v in vars(module).items() if isinstance(v, type) and n[:1].isupper()}
+    return tuple(sorted(names))
+
+
 _RUNTIME = re.compile(
     r"(?<![\w.])(?P<subject>"
-    + "|".join(re.escape(s) for s in sorted(RUNTIME_SUBJECTS, key=len, reverse=True))
+    + "|".join(
+        re.escape(s) for s in sorted(RUNTIME_SUBJECTS + _public_classes(), key=len, reverse=True)
+    )
     + r")`?(?:\s+(?!(?:que|cuando|si|donde|como)\b)[\wáéíóúñü`]+){0,3}?\s+(?P<verb>"
     + "|".join(re.escape(v) for v in sorted(RUNTIME_VERBS, key=len, reverse=True))
     + r")\b",
@@ -993,12 +1009,13 @@ OTHER_SYSTEMS = ("LangGraph", "Temporal", "DBOS", "Restate", "OpenAI Agents SDK"
 
 def runtime_statement(words: str) -> str | None:
     """The words of `words` that state what the runtime does (a subject of `RUNTIME_SUBJECTS`
-    and, within three words that are not `que`, `cuando`, `si`, `donde` or `como`, a verb of
-    `RUNTIME_VERBS`, in one clause), or None. A block that names one of `OTHER_SYSTEMS`
-    speaks of that system, not of this runtime."""
+    or a class the package exports and, within three words that are not `que`, `cuando`,
+    `si`, `donde` or `como`, a verb of `RUNTIME_VERBS`, in one clause), or None. A block
+    that names one of `OTHER_SYSTEMS` speaks of that system, not of this runtime."""
     if any(system in words for system in OTHER_SYSTEMS):
         return None
-    plain = _INLINE_CODE.sub(lambda m: m.group(0).strip("`"), words)
+    # a table row's cells read as one clause: «| `LocalGateway` | ejecuta las herramientas…»
+    plain = _INLINE_CODE.sub(lambda m: m.group(0).strip("`"), words).replace("|", " ")
     for clause in re.split(r"[.;:()—]", plain):
         if found := _RUNTIME.search(clause):
             return found.group(0)
@@ -1340,9 +1357,8 @@ def assertion_sources(claim: str) -> list[str]:
         if claim in AFIRMACIONES:
             function = AFIRMACIONES[claim]
             doc = (inspect.getdoc(function) or "").split("\n")[0]
-            found.append(
-                f"tests/docs/afirmaciones_md.py: {function.__name__}" + (f": {doc}" if doc else "")
-            )
+            module = function.__module__.replace(".", "/") + ".py"
+            found.append(f"{module}: {function.__name__}" + (f": {doc}" if doc else ""))
     return found or [f"(no assertion of {claim} found)"]
 
 

@@ -47,6 +47,7 @@ import asyncio  # noqa: E402
 import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import re  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
@@ -99,6 +100,28 @@ async def _drive(agent: Agent, session: Session, task: str = "tarea") -> list:
 
 
 # ── Conceptos ────────────────────────────────────────────────────────────────
+
+
+@afirmacion("conceptos.gateway-local")
+async def _la_puerta_local_ejecuta_aqui_y_es_la_base() -> dict:
+    from synaptum_lite import LocalGateway
+    from synaptum_lite.gateways.axonium import AxoniumGateway
+    from synaptum_lite.gateways.http import OpenAICompatibleGateway
+
+    procesos = []
+
+    @tool
+    async def anota() -> str:
+        """Apunta en qué proceso corre."""
+        procesos.append(os.getpid())
+        return "hecho"
+
+    gateway = ScriptedGateway([calls("anota"), says("listo")], tools=[anota])
+    steps = await _drive(_agent(anota), Session("r", gateway, MemoryCheckpointer()))
+    assert procesos == [os.getpid()] and steps[-1].output == "listo"
+    demas = (ScriptedGateway, OpenAICompatibleGateway, AxoniumGateway)
+    assert all(issubclass(g, LocalGateway) and g is not LocalGateway for g in demas)
+    return {"llamadas": len(procesos), "demas": len(demas)}
 
 
 @afirmacion("conceptos.sin-resume")

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scripts.claims import (
     NO_CLAIM_REASONS,
     evidence_for,
@@ -22,6 +24,7 @@ from scripts.claims import (
     reason_problem,
     reason_problems,
     runtime_excuses,
+    runtime_statement,
     unreviewed,
     unsupported_numbers,
 )
@@ -118,6 +121,19 @@ def test_a_runtime_sentence_excused_with_no_afirma() -> None:
         "say it without the runtime"
     )
     assert runtime_excuses(page_claim_blocks(CONCEPTOS)) == []
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "| `LocalGateway` | ejecuta las herramientas en este proceso",
+        "`SqliteCheckpointer` guarda cada evento en su fichero.",
+    ],
+)
+def test_a_class_of_the_package_doing_something_is_a_runtime_sentence(row: str) -> None:
+    # the subject is a class the package exports, in a table's first cell or in the sentence
+    said = runtime_statement(row)
+    assert said is not None and said.split()[0] in ("LocalGateway", "SqliteCheckpointer")
 
 
 def test_a_no_afirma_reason_not_in_the_list() -> None:
