@@ -60,8 +60,10 @@ class PostgresCheckpointer:
     its tables were altered by hand; none changes it. A server that refuses the journal
     (the user may not create or write its tables, or it accepts no writes) raises
     `StoreForbidden`; one that cannot be connected to, `StoreUnreachable`. Connection loss
-    raises `StoreUnavailable`: every append that returned is committed, and the same
-    checkpointer reconnects on its next call.
+    under a run this checkpointer holds raises `StoreUnavailable` (its lock went with the
+    connection); a call on runs not held is tried once more on a new connection. Either way
+    every append that returned is committed, and the same checkpointer reconnects on its next
+    call.
 
     Calls on runs not held share one connection, one call at a time; each held run has its
     own connection (the one holding its lock).
