@@ -4,14 +4,18 @@
 (and creates `RELEASE.paying`), then waits until the file RELEASE exists (the test creates
 it) and returns. Prints `busy RUN_ID` and exits with 4 when another driver holds the run,
 `final TEXT` at the end. STORE is a SQLite file, or a PostgreSQL URL with the schema after
-`#` (as in `agents.py`). `drive` is also called in process, by threads of the test.
+`#` (as in `agents.py`). `drive` is also called in process, by threads of the test;
+`held_elsewhere` starts it in another process and holds the run while the test runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from synaptum_lite import Agent, Checkpointer, FinalStep, Risk, RunBusy, Session, tool
@@ -20,6 +24,7 @@ from synaptum_lite.testing import ScriptedGateway, calls, says
 from .agents import open_store
 
 BOUND = 300  # seconds: only ends a hang (the test releases the tool long before)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def agente(release: Path) -> Agent:
@@ -46,6 +51,26 @@ async def drive(store: Checkpointer, run_id: str, release: Path) -> str:
     except RunBusy as busy:
         return f"busy {busy.run_id}"
     raise AssertionError("the run ended without a final step")
+
+
+@contextlib.contextmanager
+def held_elsewhere(store: str, run_id: str, release: Path) -> Iterator[subprocess.Popen[str]]:
+    """A driver of `run_id` in another process, inside its paying tool (so holding the run)
+    for the whole block: it printed `paying`. On leaving, its tool is released, and the block
+    ends only when that driver has finished the run (`final pagado`)."""
+    command = [sys.executable, "-m", "tests.core.busy_child", store, run_id, str(release)]
+    owner = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline() == "paying\n"  # inside its tool, holding the run
+        yield owner
+    finally:
+        release.touch()
+        try:
+            rest, _ = owner.communicate(timeout=BOUND)
+        finally:
+            owner.kill()  # a no-op once it has ended
+    assert (owner.returncode, rest) == (0, "final pagado\n")
 
 
 if __name__ == "__main__":

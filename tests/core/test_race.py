@@ -24,7 +24,7 @@ import pytest
 from synaptum_lite import Checkpointer, MemoryCheckpointer, SqliteCheckpointer
 
 from .agents import ANSWER
-from .busy_child import drive
+from .busy_child import drive, held_elsewhere
 from .test_kill import ROOT, STORE_KINDS, child, effects, store_in
 
 BOUND = 120  # seconds: far more than a refusal needs; reaching it means the driver waited
@@ -77,11 +77,8 @@ def test_a_second_driver_is_refused_at_once_and_a_killed_owner_never_blocks(tmp_
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_a_second_process_is_refused_before_the_first_ones_tool_returns(tmp_path, kind):
     store, release = store_in(kind, tmp_path), tmp_path / "release"
-    command = [sys.executable, "-m", "tests.core.busy_child", store, "r", str(release)]
-    owner = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert owner.stdout is not None
-        assert owner.stdout.readline() == "paying\n"  # inside its tool, holding the run
+    with held_elsewhere(store, "r", release) as owner:
+        command = [sys.executable, "-m", "tests.core.busy_child", store, "r", str(release)]
         try:
             second = subprocess.run(
                 command, cwd=ROOT, capture_output=True, text=True, timeout=BOUND
@@ -90,13 +87,6 @@ def test_a_second_process_is_refused_before_the_first_ones_tool_returns(tmp_path
             pytest.fail(NOT_AT_ONCE.format(BOUND))
         assert (second.returncode, second.stdout) == (4, "busy r\n"), second.stderr
         assert owner.poll() is None and not release.exists()  # its tool has not returned
-    finally:
-        release.touch()
-        try:
-            rest, _ = owner.communicate(timeout=BOUND)
-        finally:
-            owner.kill()  # a no-op once it has ended
-    assert (owner.returncode, rest) == (0, "final pagado\n")
 
 
 def stores(kind: str, tmp_path: Path) -> Callable[[], Checkpointer]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -25,8 +24,8 @@ from synaptum_lite import (
 )
 from synaptum_lite.stores.transfer import export_run
 
+from .busy_child import held_elsewhere
 from .conftest import run
-from .test_kill import ROOT
 
 BOUND = 120  # seconds: only ends a hang
 
@@ -152,21 +151,10 @@ def test_mcp_env_adds_variables_to_the_few_the_sdk_passes_on(tmp_path, monkeypat
 
 def test_export_of_a_run_another_process_drives_reads_it_as_it_stands(tmp_path) -> None:
     store, release = tmp_path / "journal.db", tmp_path / "release"
-    command = [sys.executable, "-m", "tests.core.busy_child", str(store), "r", str(release)]
-    owner = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert owner.stdout is not None
-        assert owner.stdout.readline() == "paying\n"  # inside its tool, holding the run
+    with held_elsewhere(str(store), "r", release) as owner:
         on_disk = run(load_events(SqliteCheckpointer(store), "r"))
         lines = run(export_run(SqliteCheckpointer(store), "r"))  # not refused: no RunBusy
         assert owner.poll() is None and not release.exists()  # still held, nothing written
-    finally:
-        release.touch()
-        try:
-            rest, _ = owner.communicate(timeout=BOUND)
-        finally:
-            owner.kill()  # a no-op once it has ended
-    assert (owner.returncode, rest) == (0, "final pagado\n")
 
     exported = [json.loads(line) for line in lines[1:]]  # after the run's description
     assert [(e["step_id"], e["phase"]) for e in exported] == [
