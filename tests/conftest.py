@@ -26,7 +26,6 @@ sys.dont_write_bytecode = False
 
 _stopped_in: list[float] = []
 _from_workers: list[str] = []  # xdist: each worker's line about PostgreSQL
-_config: list[pytest.Config] = []  # the session's config, for the hooks that are not given it
 
 NO_SIGKILL = pytest.mark.skip(
     reason="SIGKILLs child processes, and Windows has no SIGKILL (marker posix_signals)"
@@ -40,27 +39,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(NO_SIGKILL)
 
 
-# The reference's docstrings are claims (tests/docs/referencia_afirmaciones.py): a test bound
-# to one must pass in the same session. These hooks record what ran; the module decides.
-def pytest_collection_finish(session):
-    referencia_afirmaciones.hook_collected(session.config, [i.nodeid for i in session.items])
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    referencia_afirmaciones.hook_collected(node.config, ids)
-
-
-def pytest_runtest_logreport(report):
-    referencia_afirmaciones.hook_report(_config[0], report)
-
-
 def pytest_configure(config):
-    _config[:] = [config]
+    # The reference's docstrings are claims (tests/docs/referencia_afirmaciones.py): a test
+    # bound to one must pass in the same session. The plugin records what ran and decides.
+    config.pluginmanager.register(referencia_afirmaciones.Plugin(config), "referencia")
 
 
 def pytest_sessionfinish(session, exitstatus):
-    referencia_afirmaciones.hook_sessionfinish(session)
     took = store.stop_embedded()
     if took is not None:
         _stopped_in.append(took)
@@ -84,7 +69,6 @@ def _postgres_line() -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    referencia_afirmaciones.hook_summary(terminalreporter, config)
     url = os.environ.get("SYNAPTUM_LOCAL_MODEL_URL")  # tests/real: did the real model run?
     if url:
         terminalreporter.write_line(f"real model: llama-server at {url}")

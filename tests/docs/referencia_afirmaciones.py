@@ -26,11 +26,11 @@ normalised words. What is checked (`problems`, run by tests/docs/test_referencia
 - a `no-afirma` reason is a key of `scripts.claims.NO_CLAIM_REASONS`, and the paragraph it
   excuses states nothing the runtime does (`RUNTIME_WORDS`: "returns", "raises", "never"…).
 
-Ran and held (`SessionBindings`, driven by the hooks of tests/conftest.py): a bound test must
-have passed in the same session. When the check test is part of a session that selected every
-bound test, a bound test that failed, was skipped or did not run fails the session, naming it
-and the paragraph it backs; when the session selected only some of them, the summary says the
-bindings were not checked.
+Ran and held (`SessionBindings`, driven by `Plugin`, which tests/conftest.py registers): a
+bound test must have passed in the same session. When the check test is part of a session that
+selected every bound test, a bound test that failed, was skipped or did not run fails the
+session, naming it and the paragraph it backs; when the session selected only some of them,
+the summary says the bindings were not checked.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import argparse
 import ast
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -46,6 +47,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "referencia.md"
@@ -455,57 +458,58 @@ class SessionBindings:
         return False, [f"the reference's docstrings: all {len(bound)} bound tests passed"]
 
 
-# ── The hooks of tests/conftest.py (one line each there; the logic here) ──────
+# ── The session plugin (registered by tests/conftest.py; the logic here) ──────
 
 #: Where the session hooks read the map from, when set (tests/docs/test_referencia_afirmaciones.py
 #: runs a session of a temporary project with its own map); otherwise `MAP`.
 MAP_FOR_SESSION = "SYNAPTUM_REFERENCIA_MAPA"
-_KEY = "referencia_afirmaciones"
 
 
-def _session_state(config: Any) -> SessionBindings:
-    state = getattr(config, "_" + _KEY, None)
-    if state is None:
-        state = SessionBindings()
-        setattr(config, "_" + _KEY, state)
-    return state
+class Plugin:
+    """The pytest hooks that make a bound test's result part of the session's verdict.
 
+    tests/conftest.py registers one in `pytest_configure`
+    (`config.pluginmanager.register(Plugin(config))`), and so does the temporary project of
+    tests/docs/test_referencia_afirmaciones.py: both sessions run these very hooks.
+    """
 
-def hook_collected(config: Any, nodeids: Iterable[str]) -> None:
-    """`pytest_collection_finish` (without xdist) and `pytest_xdist_node_collection_finished`
-    (the controller, once per worker): the tests this session selected."""
-    _session_state(config).collected(nodeids)
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.state = SessionBindings()
+        self.lines: tuple[bool, list[str]] = (False, [])
 
+    def pytest_collection_finish(self, session: Any) -> None:
+        """Without xdist: the tests this session selected."""
+        self.state.collected(item.nodeid for item in session.items)
 
-def hook_report(config: Any, report: Any) -> None:
-    """`pytest_runtest_logreport`: on the xdist controller it sees every worker's reports."""
-    _session_state(config).report(report.nodeid, report.when, report.outcome)
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Iterable[str]) -> None:
+        """On the xdist controller, once per worker: the tests it selected."""
+        self.state.collected(ids)
 
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        """On the xdist controller this sees every worker's reports."""
+        self.state.report(report.nodeid, report.when, report.outcome)
 
-def hook_sessionfinish(session: Any) -> None:
-    """`pytest_sessionfinish`: on the controller (or without xdist), decide; a bound test that
-    did not pass fails the session (exit status 1)."""
-    config = session.config
-    if getattr(config, "workerinput", None) is not None or config.option.collectonly:
-        return  # an xdist worker (the controller has every report), or nothing ran
-    import os
+    def pytest_sessionfinish(self, session: Any) -> None:
+        """On the controller (or without xdist), decide; a bound test that did not pass fails
+        the session (exit status 1)."""
+        if getattr(self.config, "workerinput", None) is not None or self.config.option.collectonly:
+            return  # an xdist worker (the controller has every report), or nothing ran
+        path = Path(os.environ.get(MAP_FOR_SESSION) or MAP)
+        try:
+            bound = bound_tests(load_map(path))
+        except (OSError, ValueError) as error:
+            bound = {f"(the map {path} cannot be read: {error})": []}
+        self.lines = self.state.verdict(bound)
+        if self.lines[0] and session.exitstatus == 0:
+            session.exitstatus = 1
 
-    path = Path(os.environ.get(MAP_FOR_SESSION) or MAP)
-    try:
-        bound = bound_tests(load_map(path))
-    except (OSError, ValueError) as error:
-        bound = {f"(the map {path} cannot be read: {error})": []}
-    failed, lines = _session_state(config).verdict(bound)
-    setattr(config, "_" + _KEY + "_lines", (failed, lines))
-    if failed and session.exitstatus == 0:
-        session.exitstatus = 1
-
-
-def hook_summary(terminalreporter: Any, config: Any) -> None:
-    """`pytest_terminal_summary`: the verdict's lines (red when they fail the session)."""
-    failed, lines = getattr(config, "_" + _KEY + "_lines", (False, []))
-    for line in lines:
-        terminalreporter.write_line(line, red=failed, bold=failed)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The verdict's lines (red when they fail the session)."""
+        failed, lines = self.lines
+        for line in lines:
+            terminalreporter.write_line(line, red=failed, bold=failed)
 
 
 # ── Re-recording words ───────────────────────────────────────────────────────

@@ -9,7 +9,6 @@ import copy
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -198,29 +197,10 @@ def test_a_session_without_the_check_says_nothing():
 
 
 PROJECT_CONFTEST = """
-import pytest
 from tests.docs import referencia_afirmaciones as ra
 
-_config = []
-
 def pytest_configure(config):
-    _config[:] = [config]
-
-def pytest_collection_finish(session):
-    ra.hook_collected(session.config, [i.nodeid for i in session.items])
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    ra.hook_collected(node.config, ids)
-
-def pytest_runtest_logreport(report):
-    ra.hook_report(_config[0], report)
-
-def pytest_sessionfinish(session, exitstatus):
-    ra.hook_sessionfinish(session)
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    ra.hook_summary(terminalreporter, config)
+    config.pluginmanager.register(ra.Plugin(config), "referencia")
 """
 
 
@@ -286,9 +266,10 @@ def test_a_real_session_fails_when_a_bound_test_did_not_pass_with_or_without_xdi
     assert "the reference's docstrings: all 1 bound tests passed" in held.stdout
 
 
-def test_the_hooks_of_the_suite_are_the_modules(tmp_path):
-    """tests/conftest.py calls the same hooks as the temporary project above."""
+def test_the_suite_registers_the_same_plugin(tmp_path):
+    """tests/conftest.py registers the very plugin the temporary project above registers, so
+    the sessions those tests run are the suite's own hooks, not a copy of them."""
     conftest = (ra.ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
-    for hook in ("hook_collected", "hook_report", "hook_sessionfinish", "hook_summary"):
-        assert f"referencia_afirmaciones.{hook}(" in conftest
-    assert textwrap.dedent(PROJECT_CONFTEST).count("ra.hook_") == 5
+    registration = "config.pluginmanager.register(referencia_afirmaciones.Plugin(config)"
+    assert registration in conftest
+    assert registration.replace("referencia_afirmaciones.", "ra.") in PROJECT_CONFTEST
