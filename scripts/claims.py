@@ -132,6 +132,7 @@ import tempfile
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -991,16 +992,19 @@ def _public_classes() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-_RUNTIME = re.compile(
-    r"(?<![\w.])(?P<subject>"
-    + "|".join(
-        re.escape(s) for s in sorted(RUNTIME_SUBJECTS + _public_classes(), key=len, reverse=True)
+@cache
+def _runtime() -> re.Pattern[str]:
+    """A subject, up to three words, a runtime verb. Built on first use: the subjects include
+    the package's classes, and importing the package is not needed to import this module."""
+    subjects = sorted(RUNTIME_SUBJECTS + _public_classes(), key=len, reverse=True)
+    return re.compile(
+        r"(?<![\w.])(?P<subject>"
+        + "|".join(re.escape(s) for s in subjects)
+        + r")`?(?:\s+(?!(?:que|cuando|si|donde|como)\b)[\wáéíóúñü`]+){0,3}?\s+(?P<verb>"
+        + "|".join(re.escape(v) for v in sorted(RUNTIME_VERBS, key=len, reverse=True))
+        + r")\b",
+        re.I,
     )
-    + r")`?(?:\s+(?!(?:que|cuando|si|donde|como)\b)[\wáéíóúñü`]+){0,3}?\s+(?P<verb>"
-    + "|".join(re.escape(v) for v in sorted(RUNTIME_VERBS, key=len, reverse=True))
-    + r")\b",
-    re.I,
-)
 
 
 #: Other systems a page compares with: a block that names one speaks of that system's run.
@@ -1017,7 +1021,7 @@ def runtime_statement(words: str) -> str | None:
     # a table row's cells read as one clause: «| `LocalGateway` | ejecuta las herramientas…»
     plain = _INLINE_CODE.sub(lambda m: m.group(0).strip("`"), words).replace("|", " ")
     for clause in re.split(r"[.;:()—]", plain):
-        if found := _RUNTIME.search(clause):
+        if found := _runtime().search(clause):
             return found.group(0)
     return None
 
