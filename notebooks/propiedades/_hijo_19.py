@@ -56,8 +56,12 @@ def llamadas_al_modelo(modelo: Path) -> int:
 
 
 async def remoto(url: str) -> RemoteAgent:
-    """El agente remoto, leído de su tarjeta; el riesgo lo declara quien lo usa."""
-    return await remote_agent(url, risk=RIESGO, name="buscador")
+    """El agente remoto, leído de su tarjeta; el riesgo lo declara quien lo usa.
+
+    `timeout` acota cada petición HTTP: 120 s solo cortan un cuelgue. La cota por defecto,
+    10 s, es un tiempo que una petición puede superar en una máquina muy ocupada, y entonces
+    el hijo acabaría con un error en vez de morir donde el cuaderno lo mata."""
+    return await remote_agent(url, risk=RIESGO, name="buscador", timeout=120)
 
 
 def agencia(buscador: RemoteAgent) -> Agent:
