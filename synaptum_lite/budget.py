@@ -82,19 +82,23 @@ class Budget:
         cost: float | None = 0.0
         why_tokens = why_cost = None
         for call in calls:
-            usage = call.usage
-            if tokens is not None and (usage.input_tokens is None or usage.output_tokens is None):
-                tokens, why_tokens = None, f"{call.where} has no token count (not measured)"
-            elif tokens is not None:
-                tokens += usage.input_tokens + usage.output_tokens  # type: ignore[operator]
+            used_in, used_out = call.usage.input_tokens, call.usage.output_tokens
+            if used_in is None or used_out is None:
+                missing = "input" if used_in is None else "output"
+                missing = "input or output" if used_in is None and used_out is None else missing
+                why = f"{call.where} has no {missing} token count (the gateway did not measure it)"
+                tokens, cost = None, None
+                why_tokens, why_cost = why_tokens or why, why_cost or why
+                continue
+            tokens = None if tokens is None else tokens + used_in + used_out
             price = self.prices.get(call.model) if call.model is not None else None
-            if cost is not None and (tokens is None or price is None):
+            if price is None:
                 cost, why_cost = (
                     None,
-                    why_tokens or f"{call.where} used {_model(call)}, which has no price",
+                    why_cost or f"{call.where} used {_model(call)}, which has no price",
                 )
-            elif cost is not None and price is not None:
-                cost += (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1e6  # type: ignore[operator]
+            elif cost is not None:
+                cost += (used_in * price[0] + used_out * price[1]) / 1_000_000
         return Spent(run_id, len(calls), tokens, cost, lost, why_tokens, why_cost)
 
     async def check(
@@ -144,7 +148,7 @@ class BudgetExceeded(SynaptumError):
         self.run_id, self.step_id, self.measure = run_id, step_id, measure
         self.spent, self.limit, self.of = spent, limit, of
         whose = (
-            "" if of.run_id == run_id else f" by run {of.run_id!r}, which this sub-run is part of,"
+            "" if of.run_id == run_id else f" by run {of.run_id!r}, which this sub-run is part of"
         )
         lost = (
             f"; {of.lost} call(s) a killed pass sent, never answered in it, not counted"
@@ -152,8 +156,8 @@ class BudgetExceeded(SynaptumError):
             else ""
         )
         super().__init__(
-            f"run {run_id!r}: budget reached: {_show(spent, measure)} {measure} spent{whose} of a "
-            f"limit of {_show(limit, measure)}, counted from the journal (every pass, sub-runs "
+            f"run {run_id!r}: budget reached: {_show(spent, measure)} {measure} spent{whose}, "
+            f"limit {_show(limit, measure)}; counted from the journal (every pass, sub-runs "
             f"included, {of.calls} model call(s) paid{lost}); the model call {step_id} was not "
             "made. Resume the same run_id with a larger Budget to let it finish: nothing "
             "journaled is paid again"

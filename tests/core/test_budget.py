@@ -72,10 +72,10 @@ def test_a_token_budget_refuses_the_first_call_it_no_longer_allows(store_factory
         limit,
     )
     assert str(error) == (
-        f"run 'r': budget reached: {CUMULATIVE[2]} total tokens (input + output) spent of a "
-        f"limit of {limit}, counted from the journal (every pass, sub-runs included, 3 model "
-        "call(s) paid); the model call 000006-model was not made. Resume the same run_id with "
-        "a larger Budget to let it finish: nothing journaled is paid again"
+        f"run 'r': budget reached: {CUMULATIVE[2]} total tokens (input + output) spent, limit "
+        f"{limit}; counted from the journal (every pass, sub-runs included, 3 model call(s) "
+        "paid); the model call 000006-model was not made. Resume the same run_id with a larger "
+        "Budget to let it finish: nothing journaled is paid again"
     )
     assert [e.step_id for e in events][-1] == "000005-tool"  # nothing of the refused call
     assert not run(store.load("r")).closed  # stopped, not ended: it can go on
@@ -141,8 +141,8 @@ def test_a_turn_the_gateway_did_not_measure_stops_the_run_before_its_next_call(s
     assert (error.step_id, error.measure) == ("000002-model", "total tokens (input + output)")
     assert str(error) == (
         "run 'r': a budget on total tokens (input + output) cannot be measured: step "
-        "000000-model of run 'r' has no token count (not measured). Not measured is not zero, "
-        "so the model call 000002-model was not made. Use a gateway that reports usage, or "
+        "000000-model of run 'r' has no output token count (the gateway did not measure it). "
+        "Not measured is not zero, so the model call 000002-model was not made. Use a gateway that reports usage, or "
         "resume without a limit on total tokens (input + output)"
     )
 
@@ -166,7 +166,7 @@ def test_a_cost_budget_prices_each_call_by_its_model(store_factory):
     assert paid == 3
     assert error.measure == "cost"
     assert error.spent == pytest.approx(sum(costs[:3]))
-    assert "cost spent of a limit of" in str(error)
+    assert "cost spent, limit" in str(error)
 
 
 def jefe(request):
@@ -208,7 +208,7 @@ def test_sub_runs_spend_from_the_budget_of_the_run_they_belong_to(store_factory)
     assert error.run_id == "p/000001-delegate"
     assert error.of.run_id == "p"  # the limit is the parent's, counted over its tree
     assert error.spent >= limit
-    assert "by run 'p', which this sub-run is part of," in str(error)
+    assert "spent by run 'p', which this sub-run is part of, limit" in str(error)
     assert then == 3 + 1  # the child's last three, then the parent's answer: nothing again
     assert final.usage == whole
 
