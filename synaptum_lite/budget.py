@@ -151,7 +151,7 @@ class BudgetExceeded(SynaptumError):
             "" if of.run_id == run_id else f" by run {of.run_id!r}, which this sub-run is part of"
         )
         lost = (
-            f"; {of.lost} call(s) a killed pass sent, never answered in it, not counted"
+            f"; {of.lost} call(s) sent by a killed pass, never journaled, not counted"
             if of.lost
             else ""
         )

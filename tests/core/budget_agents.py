@@ -4,8 +4,10 @@ answers; six model calls in all, each one measured by the double.
 Also run as a child process by the budget's kill test:
 `python -m tests.core.budget_agents STORE RUN_ID CALLS LIMIT --die-after-model N`
 drives the run under `Budget(total_tokens=LIMIT)` and SIGKILLs itself right after it receives
-its N-th completed model step. Each model call the double answers is written first to the file
-CALLS (one line each, fsync'ed), so the calls a killed process paid can be counted by another.
+its N-th completed model step; with `--die-in-model N`, inside its N-th model call instead,
+once the double has answered and before the answer is journaled. Each model call the double
+answers is written first to the file CALLS (one line each, fsync'ed), so the calls a killed
+process paid can be counted by another.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ TASK = "Cuenta hasta cinco, de uno en uno."
 ANSWER = "Contado hasta cinco."
 COUNTS = 5
 CALLS: Path | None = None
+DIE_IN_MODEL: int | None = None
 
 
 @tool(risk=Risk.READ, idempotent=True)
@@ -42,6 +45,8 @@ def responder(request):
             file.write("model\n")
             file.flush()
             os.fsync(file.fileno())
+        if DIE_IN_MODEL is not None and len(CALLS.read_text().splitlines()) == DIE_IN_MODEL:
+            os.kill(os.getpid(), signal.SIGKILL)  # answered, and never journaled
     done = sum(1 for m in request.messages if m.role is Role.TOOL)
     return calls("contar", numero=done + 1) if done < COUNTS else says(ANSWER)
 
@@ -60,7 +65,7 @@ def double() -> ScriptedGateway:
     return ScriptedGateway([responder] * 20, tools=[contar])
 
 
-async def drive(store: str, run_id: str, limit: int, die_after_model: int) -> None:
+async def drive(store: str, run_id: str, limit: int, die_after_model: int | None) -> None:
     session = Session(run_id, double(), open_store(store), budget=Budget(total_tokens=limit))
     answered = 0
     async for step in contador().run(TASK, session=session):
@@ -72,15 +77,17 @@ async def drive(store: str, run_id: str, limit: int, die_after_model: int) -> No
 
 
 def main(argv: list[str]) -> None:
-    global CALLS
+    global CALLS, DIE_IN_MODEL
     parser = argparse.ArgumentParser()
     parser.add_argument("store")
     parser.add_argument("run_id")
     parser.add_argument("calls", type=Path)
     parser.add_argument("limit", type=int)
-    parser.add_argument("--die-after-model", type=int, required=True)
+    death = parser.add_mutually_exclusive_group(required=True)
+    death.add_argument("--die-after-model", type=int)
+    death.add_argument("--die-in-model", type=int)
     args = parser.parse_args(argv)
-    CALLS = args.calls
+    CALLS, DIE_IN_MODEL = args.calls, args.die_in_model
     asyncio.run(drive(args.store, args.run_id, args.limit, args.die_after_model))
 
 

@@ -142,8 +142,8 @@ def test_a_turn_the_gateway_did_not_measure_stops_the_run_before_its_next_call(s
     assert str(error) == (
         "run 'r': a budget on total tokens (input + output) cannot be measured: step "
         "000000-model of run 'r' has no output token count (the gateway did not measure it). "
-        "Not measured is not zero, so the model call 000002-model was not made. Use a gateway that reports usage, or "
-        "resume without a limit on total tokens (input + output)"
+        "Not measured is not zero, so the model call 000002-model was not made. Use a gateway "
+        "that reports usage, or resume without a limit on total tokens (input + output)"
     )
 
 

@@ -53,9 +53,7 @@ async def resume(store: str, run_id: str, limit: int):
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
-def test_a_resume_counts_what_the_killed_pass_paid_and_stops_where_the_budget_says(
-    kind, tmp_path
-):
+def test_a_resume_counts_what_the_killed_pass_paid_and_stops_where_the_budget_says(kind, tmp_path):
     cumulative = paid_in_the_reference_run()
     allowed = 4  # three calls leave the run under the limit; the fourth crosses it
     limit = cumulative[allowed - 2] + 1
@@ -91,3 +89,28 @@ def test_a_resume_counts_what_the_killed_pass_paid_and_stops_where_the_budget_sa
     assert error is None and final.output == ANSWER
     assert (rest, tools) == (len(cumulative) - allowed, 1)  # nothing journaled paid again
     assert paid_by_the_dead + paid_now + rest == len(cumulative)  # as a run nobody killed
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_call_a_killed_pass_sent_but_never_journaled_is_not_counted_and_is_said(kind, tmp_path):
+    cumulative = paid_in_the_reference_run()
+    limit = cumulative[2] + 1  # four calls in all, counted from the journal
+    store, calls_file = store_in(kind, tmp_path), tmp_path / "calls"
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.core.budget_agents", store, "r", str(calls_file)]
+        + [str(limit), "--die-in-model", "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,  # ends a hang only
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert len(calls_file.read_text().splitlines()) == 3  # the third was answered, then death
+
+    error, paid_now, _, _ = asyncio.run(resume(store, "r", limit))
+    assert isinstance(error, BudgetExceeded)
+    # the lost call is asked again (a model call may be), and counted only once journaled: the
+    # provider may have billed it twice; the budget cannot know, and says how many were lost
+    assert paid_now == 2
+    assert (error.spent, error.of.calls, error.of.lost) == (cumulative[3], 4, 1)
+    assert "1 call(s) sent by a killed pass, never journaled, not counted" in str(error)
