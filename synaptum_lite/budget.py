@@ -45,6 +45,12 @@ class Budget:
 
     `prices` maps a model to its price per million tokens, `(input, output)`, in any currency
     (the cost is in the same one); under a cost limit, every model the run calls needs one.
+
+    Checked before each model call not yet journaled, against what the journals say the run
+    and its sub-runs paid in every pass: a call that starts under the limits is paid whole and
+    the next is refused (`BudgetExceeded`); spending it cannot measure stops the run too
+    (`BudgetUnmeasured`). It belongs to the `Session`, not to the agent's configuration: a
+    resume may bring a larger one, which is how an operator finishes a stopped run.
     """
 
     total_tokens: int | None = None
