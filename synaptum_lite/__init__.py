@@ -4,6 +4,7 @@ whose process dies resumes without paying for inference again or repeating an ef
 import typing
 
 from .agent import Agent
+from .budget import Budget, BudgetExceeded, BudgetUnmeasured, Spent
 from .checkpointer import Checkpointer, RunState, load_events
 from .errors import (
     ConfigurationChanged,
@@ -62,6 +63,9 @@ __all__ = [
     "Action",
     "Agent",
     "ApprovalStep",
+    "Budget",
+    "BudgetExceeded",
+    "BudgetUnmeasured",
     "Checkpointer",
     "ConfigurationChanged",
     "ConfigurationError",
@@ -98,6 +102,7 @@ __all__ = [
     "RunState",
     "RunUsage",
     "Session",
+    "Spent",
     "SqliteCheckpointer",
     "Step",
     "StepLimitExceeded",

@@ -20,6 +20,8 @@
     ├── UncertainEffect                a non-idempotent tool may or may not have run
     ├── ToolResultNotSerializable      a tool returned what cannot be journaled
     ├── StepLimitExceeded              the run reached `max_steps`
+    ├── BudgetExceeded                 the run spent its `Budget` (in budget)
+    ├── BudgetUnmeasured               its `Budget` cannot measure what it spent (in budget)
     ├── NothingToResolve               an operator decision that matches no pending step
     ├── RemoteAgentError               a remote agent (A2A) could not be used as asked
     │   ├── RemoteUnavailable          it cannot be reached: down, refusing, timing out

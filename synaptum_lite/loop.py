@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .agent_arguments import check_session, check_task
+from .budget import models_of
 from .checkpointer import load_events
 from .context import Context
 from .errors import ConfigurationError, ProviderError, StepLimitExceeded
@@ -158,6 +159,11 @@ async def model_step(run: Run) -> AsyncGenerator[Step | TextFragment]:
     if history is not None and isinstance(history.completed, ModelStep):
         step = history.completed.as_replayed()  # already paid: never again
     else:
+        if run.session.budget is not None:  # what the journal says was spent, before paying
+            models = models_of(run.plan.configuration)
+            await run.session.budget.check(
+                run.session.checkpointer, run.run_id, step_id=model_id, models=models
+            )
         attempted = ModelStep(
             run_id=run.run_id,
             step_id=model_id,

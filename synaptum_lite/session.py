@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from .budget import Budget
 from .checkpointer import Checkpointer, load_events
 from .codec import check_run_id
 from .errors import ConfigurationError, NothingToResolve, quoted
@@ -79,7 +80,9 @@ class Session:
     """Drive run `run_id` through `gateway`, journaled in `checkpointer`.
 
     `sleep` is how the loop waits between retries, and `clock` tells when a person decided
-    (inject both to never wait for real and to print the same thing every time).
+    (inject both to never wait for real and to print the same thing every time). `budget`
+    limits what the run and its sub-runs spend, counted from the journal (`Budget`); like
+    `retry`, it is the operator's for this pass, not the agent's configuration.
     """
 
     run_id: str
@@ -88,6 +91,7 @@ class Session:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     clock: Callable[[], datetime] = field(default=_now)
+    budget: Budget | None = None
 
     def __post_init__(self) -> None:
         check_run_id(self.run_id)
@@ -106,6 +110,10 @@ class Session:
         if not isinstance(self.retry, RetryPolicy):
             raise ConfigurationError(
                 f"run {self.run_id!r}: retry must be a RetryPolicy, got {self.retry!r:.80}"
+            )
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise ConfigurationError(
+                f"run {self.run_id!r}: budget must be a Budget or None, got {self.budget!r:.80}"
             )
         for role in ("sleep", "clock"):
             if not callable(getattr(self, role)):

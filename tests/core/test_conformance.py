@@ -429,3 +429,29 @@ def test_nul_and_control_characters_inside_events_and_headers_round_trip(store_f
     state, events = run(scenario())
     assert state.header == header
     assert events == [model_step(0, Phase.ATTEMPTED), event]
+
+
+def test_a_budget_counts_what_every_pass_paid_through_any_checkpointer_of_the_store(
+    store_factory,
+):
+    # the rest of the budget's behaviour, on every store, is tests/core/test_budget.py
+    from synaptum_lite import Budget, BudgetExceeded
+
+    from .budget_agents import TASK, contador, double
+
+    async def scenario():
+        first = double()
+        async for step in contador().run(TASK, session=Session("r", first, store_factory())):
+            if isinstance(step, ModelStep) and step.phase is Phase.COMPLETED:
+                break  # one call paid, then this pass stops
+        spent = await Budget(total_tokens=1).spent(store_factory(), "r")
+        second = double()
+        session = Session("r", second, store_factory(), budget=Budget(total_tokens=spent.tokens))
+        with pytest.raises(BudgetExceeded) as error:
+            async for _ in contador().run(TASK, session=session):
+                pass
+        return first.model_calls, spent, second.model_calls, error.value
+
+    paid, spent, paid_again, error = run(scenario())
+    assert (paid, spent.calls, paid_again) == (1, 1, 0)  # the first pass's call counts
+    assert (error.step_id, error.spent, error.limit) == ("000002-model", spent.tokens, spent.tokens)

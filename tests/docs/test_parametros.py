@@ -125,6 +125,9 @@ CASES = [
     Case("19", {"carpeta": NEW_FOLDER, "run_id": "remoto-2"}),
     Case("19", {"muere": "dentro"}, refused="muere", note="not one of the two kill points"),
     Case("19", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("23", {"carpeta": NEW_FOLDER, "run_id": "presupuesto-2", "muere_tras": 4}),
+    Case("23", {"muere_tras": 5}, refused="muere_tras", note="the budget stops the child first"),
+    Case("23", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("llamadas.txt",)),
 ]
 
 

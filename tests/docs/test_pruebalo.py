@@ -321,6 +321,11 @@ EXPERIMENTOS = [
             "1 mensaje recibido",
         ),
     ),
+    Experimento(
+        "23.pruebalo-muere-tarde",
+        parametros={"muere_tras": 3},
+        se_ve=("3 llamadas al modelo", "modelo ×1"),
+    ),
 ]
 
 
