@@ -38,6 +38,7 @@ from synaptum_lite.gateways.recording import (  # noqa: E402
 from synaptum_lite.gateways.replay import (  # noqa: E402
     RecordingMismatch,
     ReplayGateway,
+    ReplayTransport,
     first_difference,
 )
 
@@ -177,6 +178,26 @@ def test_an_sse_event_cut_across_two_chunks_replays_the_same(tmp_path: Path) -> 
     record["response"]["chunks"] = [half for c in chunks for half in (c[:17], c[17:]) if half]
     (tmp_path / "stream.jsonl").write_text(f"{lines[0]}\n{json.dumps(record)}\n", "utf-8")
     assert grabaciones.replay("stream", tmp_path) == RESULTS["stream"]
+
+
+def test_the_replay_hands_the_adapter_each_recorded_chunk_as_one_read() -> None:
+    """What makes the test above mean something: the boundaries reach httpx as recorded."""
+    import httpx
+
+    (exchange,) = exchanges(FOLDER / "stream.jsonl")
+    request = exchange["request"]
+
+    async def reads() -> list[bytes]:
+        transport = ReplayTransport(FOLDER / "stream.jsonl")
+        headers = {"Accept": "application/json"}
+        async with httpx.AsyncClient(transport=transport, headers=headers) as client:
+            sent = client.build_request(
+                "POST", "http://replay.invalid" + request["path"], json=request["body"]
+            )
+            response = await client.send(sent, stream=True)
+            return [chunk async for chunk in response.aiter_raw()]
+
+    assert asyncio.run(reads()) == [c.encode() for c in exchange["response"]["chunks"]]
 
 
 # ── a recording that no longer matches the request ────────────────────────────────────────────
