@@ -22,7 +22,11 @@ adapter reads), never the rest: no `Authorization`, no cookie, no server's `Date
 compressed them): an SSE stream keeps every chunk boundary, since where a chunk ends is what
 the adapter's line splitting must survive; any other body is one chunk. A chunk that is not
 UTF-8 is written as `{"base64": ...}`. `complete` is false when the adapter closed the response
-before its end (a cancelled stream); a replay then ends it at the same point.
+before its end (a cancelled stream); a replay then ends it at the same point. A connection
+that dropped mid-body is `"dropped": {"error": <the httpx exception>, "message": ...}`, raised
+again by a replay after the same chunks. What is not recorded: a request that got no response
+at all (refused, timed out before the status), and time (a replay never waits, so a timeout
+is not replayed).
 
 No secret of the gateway (its API key, the password of its base URL) is ever written, in any
 form a server may echo it (`redaction.secret_patterns`): an exchange holding one is refused
@@ -86,16 +90,19 @@ class Exchange:
     headers: dict[str, str] = field(default_factory=dict)
     chunks: list[bytes] = field(default_factory=list)
     complete: bool = False
+    dropped: dict[str, str] | None = None
 
     def to_line(self) -> str:
-        joined = self.headers.get("content-type", "").startswith("text/event-stream")
-        chunks = self.chunks if joined else [b"".join(self.chunks)] if self.chunks else []
-        response = {
+        streamed = self.headers.get("content-type", "").startswith("text/event-stream")
+        chunks = self.chunks if streamed else [b"".join(self.chunks)] if self.chunks else []
+        response: dict[str, Any] = {
             "status": self.status,
             "headers": self.headers,
             "chunks": [_chunk_to_json(chunk) for chunk in chunks],
             "complete": self.complete,
         }
+        if self.dropped is not None:
+            response["dropped"] = self.dropped
         record = {"index": self.index, "request": self.request, "response": response}
         return json.dumps(record, sort_keys=True, ensure_ascii=False)
 
@@ -201,9 +208,14 @@ class _KeptStream(httpx.AsyncByteStream if httpx else object):  # type: ignore[m
         self._closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            self._exchange.chunks.append(chunk)
-            yield chunk
+        try:
+            async for chunk in self._inner:
+                self._exchange.chunks.append(chunk)
+                yield chunk
+        except httpx.TransportError as exc:
+            # a replay raises it again at this point
+            self._exchange.dropped = {"error": type(exc).__name__, "message": str(exc)}
+            raise
         self._exchange.complete = True
 
     async def aclose(self) -> None:

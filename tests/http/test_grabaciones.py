@@ -26,6 +26,7 @@ from synaptum_lite import (  # noqa: E402
     MemoryCheckpointer,
     Message,
     ModelRequest,
+    ProviderError,
     Role,
     Session,
     tool,
@@ -324,6 +325,28 @@ def test_a_run_recorded_with_a_key_replays_the_same_and_the_file_holds_no_key(
     replayed = seed_run(ReplayGateway(file, tools=tools))
     assert [repr(s) for s in replayed] == [repr(s) for s in live]
     assert isinstance(live[-1], FinalStep) and live[-1].text == "El saldo es de 4.200,00 €."
+
+
+def test_a_connection_dropped_mid_stream_replays_as_the_same_failure(
+    recorded_server: FaultServer, tmp_path: Path
+) -> None:
+    file = tmp_path / "corte.jsonl"
+
+    def failure(gateway: Any) -> ProviderError:
+        async def stream() -> None:
+            async for _ in gateway.stream(grabaciones.TEXTO):
+                pass
+
+        with pytest.raises(ProviderError) as caught:
+            asyncio.run(stream())
+        return caught.value
+
+    live = failure(RecordingGateway(recorded_server.url("stream_drops"), file))
+    (exchange,) = exchanges(file)
+    assert exchange["response"]["dropped"] and exchange["response"]["complete"] is False
+    replayed = failure(ReplayGateway(file, base_url=recorded_server.url("stream_drops")))
+    assert "dropped the connection while streaming" in str(live) and live.retryable
+    assert (str(replayed), replayed.retryable) == (str(live), live.retryable)
 
 
 def test_a_key_the_server_echoes_is_never_written(
