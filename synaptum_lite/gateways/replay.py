@@ -174,7 +174,7 @@ class ReplayTransport(httpx.AsyncBaseTransport if httpx else object):  # type: i
         return httpx.Response(
             response["status"],
             headers=[(k, v) for k, v in response["headers"].items() if k in RESPONSE_HEADERS],
-            stream=_RecordedStream(response["chunks"]),
+            stream=_RecordedStream(response["chunks"], response.get("dropped")),
             request=request,
         )
 
@@ -189,14 +189,20 @@ def _named(where: str) -> str:
 
 
 class _RecordedStream(httpx.AsyncByteStream if httpx else object):  # type: ignore[misc]
-    """The recorded chunks of a body, each one read as the network delivered it."""
+    """The recorded chunks of a body, each one read as the network delivered it; then, if the
+    connection dropped there, the httpx exception it dropped with."""
 
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = chunks
+    def __init__(self, chunks: list[bytes], dropped: dict[str, str] | None) -> None:
+        self._chunks, self._dropped = chunks, dropped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self._chunks:
             yield chunk
+        if self._dropped is not None:
+            error = getattr(httpx, str(self._dropped.get("error")), None)
+            if not (isinstance(error, type) and issubclass(error, httpx.TransportError)):
+                error = httpx.ReadError  # not one httpx raises for a dropped connection
+            raise error(str(self._dropped.get("message", "")))
 
 
 class ReplayGateway(OpenAICompatibleGateway):
