@@ -60,8 +60,9 @@ REQUEST_HEADERS = ("accept", "content-type")
 #: The response headers a recording keeps: the ones the HTTP adapter reads.
 RESPONSE_HEADERS = ("content-encoding", "content-type", "location", "retry-after")
 
-#: A credential in the form a header carries it: refused in a recording read back.
-_CREDENTIAL = re.compile(r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+#: A credential as a header carries it: a bearer token (with a digit: "Bearer authentication"
+#: is prose) or Basic's base64 of `user:password`.
+_CREDENTIAL = re.compile(r"\b(Bearer|Basic)\s+([A-Za-z0-9._~+/=-]{8,})")
 
 
 class RecordingError(ConfigurationError):
@@ -147,7 +148,17 @@ async def request_record(request: httpx.Request) -> dict[str, Any]:
 
 def secret_in(text: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
     """Whether `text` holds a secret of `patterns` in any form, or a credential header's value."""
-    return redact(text, patterns) != text or _CREDENTIAL.search(text) is not None
+    return redact(text, patterns) != text or any(map(_is_credential, _CREDENTIAL.finditer(text)))
+
+
+def _is_credential(found: re.Match[str]) -> bool:
+    scheme, token = found.groups()
+    if scheme == "Bearer":
+        return any(c.isdigit() for c in token)
+    try:
+        return b":" in base64.b64decode(token, validate=True)
+    except ValueError:
+        return False
 
 
 class RecordingTransport(httpx.AsyncBaseTransport if httpx else object):  # type: ignore[misc]

@@ -10,6 +10,7 @@ The recorder itself is tested against the fault server (a real loopback HTTP ser
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -380,10 +381,19 @@ def test_a_recording_holding_a_credential_is_refused_when_read(tmp_path: Path) -
     with pytest.raises(SecretInRecording, match="the request header authorization"):
         ReplayGateway(tmp_path / "a.jsonl")
     record["request"]["headers"].pop("authorization")
+    lines_chunk = record["response"]["chunks"][0]
     record["response"]["chunks"][0] += " Bearer sk-0123456789abcdef"
     (tmp_path / "b.jsonl").write_text(f"{lines[0]}\n{json.dumps(record)}\n", "utf-8")
     with pytest.raises(SecretInRecording, match="its text"):
         ReplayGateway(tmp_path / "b.jsonl")
+    basic = base64.b64encode(b"ana:contrasena").decode()
+    record["response"]["chunks"][0] = lines_chunk + f" Basic {basic}"
+    (tmp_path / "c.jsonl").write_text(f"{lines[0]}\n{json.dumps(record)}\n", "utf-8")
+    with pytest.raises(SecretInRecording, match="its text"):
+        ReplayGateway(tmp_path / "c.jsonl")
+    record["response"]["chunks"][0] = lines_chunk + " Basic information. Bearer authentication."
+    (tmp_path / "d.jsonl").write_text(f"{lines[0]}\n{json.dumps(record)}\n", "utf-8")
+    assert ReplayGateway(tmp_path / "d.jsonl").replay.exchanges  # prose, not a credential
 
 
 def test_a_file_that_is_not_a_recording_names_its_line(tmp_path: Path) -> None:
