@@ -14,19 +14,19 @@ The file (JSON lines, UTF-8, keys sorted, one line per exchange after a header l
      "request": {"method": "POST", "path": "/v1/chat/completions",
                  "headers": {"accept": ..., "content-type": ...}, "body": {...the JSON sent}},
      "response": {"status": 200, "headers": {"content-type": ...},
-                  "chunks": ["data: {...}\\n\\n", ...], "complete": true}}
+                  "chunks": ["data: {...}\\n\\n", ...]}}
 
 Headers are kept by name from a short list (`REQUEST_HEADERS`, `RESPONSE_HEADERS`: what the
 adapter reads), never the rest: no `Authorization`, no cookie, no server's `Date`. A response's
 `chunks` are its raw bytes as the network delivered them (still compressed if the server
 compressed them): an SSE stream keeps every chunk boundary, since where a chunk ends is what
 the adapter's line splitting must survive; any other body is one chunk. A chunk that is not
-UTF-8 is written as `{"base64": ...}`. `complete` is false when the adapter closed the response
-before its end (a cancelled stream); a replay then ends it at the same point. A connection
-that dropped mid-body is `"dropped": {"error": <the httpx exception>, "message": ...}`, raised
-again by a replay after the same chunks. What is not recorded: a request that got no response
-at all (refused, timed out before the status), and time (a replay never waits, so a timeout
-is not replayed).
+UTF-8 is written as `{"base64": ...}`. The chunks are those the adapter read: an adapter that
+stops reading (at `[DONE]`, or a stream its caller closed) stops at the same point in a
+replay, so what it never read is not needed. A connection that dropped mid-body is recorded
+as `"dropped": {"error": <the httpx exception>, "message": ...}`, raised again by a replay
+after the same chunks. What is not recorded: a request that got no response at all (refused,
+timed out before the status), and time (a replay never waits, so a timeout is not replayed).
 
 No secret of the gateway (its API key, the password of its base URL) is ever written, in any
 form a server may echo it (`redaction.secret_patterns`): an exchange holding one is refused
@@ -90,7 +90,6 @@ class Exchange:
     status: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     chunks: list[bytes] = field(default_factory=list)
-    complete: bool = False
     dropped: dict[str, str] | None = None
 
     def to_line(self) -> str:
@@ -100,7 +99,6 @@ class Exchange:
             "status": self.status,
             "headers": self.headers,
             "chunks": [_chunk_to_json(chunk) for chunk in chunks],
-            "complete": self.complete,
         }
         if self.dropped is not None:
             response["dropped"] = self.dropped
@@ -227,7 +225,6 @@ class _KeptStream(httpx.AsyncByteStream if httpx else object):  # type: ignore[m
             # a replay raises it again at this point
             self._exchange.dropped = {"error": type(exc).__name__, "message": str(exc)}
             raise
-        self._exchange.complete = True
 
     async def aclose(self) -> None:
         if self._closed:
