@@ -2,7 +2,10 @@
 
     SynaptumError                      base of everything raised on purpose
     ├── ConfigurationError             misuse: a bad argument, an undescribable tool
-    │   └── ToolDefinitionError        a tool signature that cannot become a JSON schema
+    │   ├── ToolDefinitionError        a tool signature that cannot become a JSON schema
+    │   └── RecordingError             recorded HTTP exchanges unusable (in gateways.recording)
+    │       ├── SecretInRecording      one holds a credential: never written, nor read back
+    │       └── RecordingMismatch      a request is not the recorded one (in gateways.replay)
     ├── JournalError                   the journal cannot be used as asked
     │   ├── NotAJournal                the file is not a synaptum_lite journal
     │   ├── UnsupportedFormat          written by a newer format version

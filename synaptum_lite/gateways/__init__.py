@@ -1,4 +1,5 @@
-"""Where model calls go: an OpenAI-compatible server over HTTP, and the Axonium platform.
+"""Where model calls go: an OpenAI-compatible server over HTTP (live, or recorded and replayed
+with no server), and the Axonium platform.
 
-It holds 1,740 lines (`wc -l` of its modules).
+It holds 2,238 lines (`wc -l` of its modules).
 """

@@ -884,3 +884,46 @@ def _los_cuadernos_que_matan_un_proceso_son_los_que_nombran_las_paginas() -> Non
         named = notebooks_named(pattern, text)
         assert named is not None, f"{where} no longer says which notebooks kill a process"
         assert named == expected, (where, named, expected)
+
+
+@afirmacion("probar.grabaciones")
+def _las_grabaciones_pasan_por_el_adaptador_como_en_vivo() -> dict[str, Any]:
+    import json
+
+    from scripts import grabaciones
+    from synaptum_lite import Message, ModelRequest
+    from synaptum_lite.gateways.recording import RecordingGateway, SecretInRecording
+    from synaptum_lite.gateways.replay import RecordingMismatch, ReplayGateway
+
+    files = sorted(grabaciones.FOLDER.glob("*.jsonl"))
+    results = json.loads((grabaciones.FOLDER / grabaciones.RESULTS).read_text("utf-8"))
+    assert [f.stem for f in files] == sorted(grabaciones.ESCENAS) and len(files) == 7
+    for scene in grabaciones.ESCENAS:
+        assert grabaciones.replay(scene) == results[scene], scene  # what it gave live
+    streamed = json.loads((grabaciones.FOLDER / "stream.jsonl").read_text("utf-8").split("\n")[1])
+    assert len(streamed["response"]["chunks"]) > 1  # the stream's cuts, as they came
+    statuses = sorted({r["error"]["status"] for r in results.values() if "error" in r})
+    assert statuses == [400, 404] and results["error_400_stream"]["error"]["status"] == 400
+    assert results["agente"]["tool_runs"] and results["stream_herramienta"]["response"]["calls"]
+    for file in files:
+        assert "authorization" not in file.read_text("utf-8").lower(), file
+    other = grabaciones.TEXTO.messages[0], Message(Role.USER, "otra")
+    replay = ReplayGateway(grabaciones.FOLDER / "texto.jsonl")
+    try:
+        asyncio.run(replay.complete(ModelRequest(grabaciones.MODEL, other)))
+    except RecordingMismatch as mismatch:
+        assert (mismatch.index, mismatch.where) == (0, "$.messages[1].content")
+    else:
+        raise AssertionError("a changed request was replayed")
+    key = "sk-una-clave-de-prueba-0123"
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "r.jsonl"
+        recorder = RecordingGateway("http://127.0.0.1:9/v1", file, api_key=key)
+        leaky = ModelRequest(grabaciones.MODEL, (Message(Role.USER, f"mi clave: {key}"),))
+        try:
+            asyncio.run(recorder.complete(leaky))
+        except SecretInRecording:
+            assert key not in file.read_text("utf-8") and len(file.read_text().splitlines()) == 1
+        else:
+            raise AssertionError("an exchange holding the key was recorded")
+    return {"errores": statuses, "grabaciones": len(files)}

@@ -142,6 +142,11 @@ COMMANDS: dict[str, How] = {
         "tests/real/test_captura.py::"
         "test_modelos_has_one_captured_excerpt_and_it_is_what_the_command_writes",
     ),
+    "uv run --extra http python -m scripts.grabaciones": How(
+        "test",
+        "tests/real/test_grabar.py::"
+        "test_a_fresh_recording_of_the_real_server_replays_to_what_it_gave_live",
+    ),
     "python -m scripts.captura_modelo": How(
         "test",
         "tests/real/test_captura.py::"
