@@ -10,6 +10,7 @@ from .errors import (
     ConfigurationError,
     CorruptJournal,
     DamagedStore,
+    ForkRefused,
     InvalidToolCall,
     JournalError,
     LockFailed,
@@ -36,6 +37,7 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
+from .fork import Forked, NewEffect, fork
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
 from .messages import (
@@ -69,6 +71,8 @@ __all__ = [
     "DamagedStore",
     "DelegationStep",
     "FinalStep",
+    "ForkRefused",
+    "Forked",
     "Gateway",
     "InvalidToolCall",
     "JournalError",
@@ -80,6 +84,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelStep",
+    "NewEffect",
     "NotAJournal",
     "NothingToResolve",
     "Phase",
@@ -121,6 +126,7 @@ __all__ = [
     "UnsupportedFormat",
     "Usage",
     "Verdict",
+    "fork",
     "load_events",
     "run_usage",
     "tool",
