@@ -22,6 +22,9 @@ from .events import DelegationStep, ModelStep, Phase, Step, ToolStep, parse_step
 from .messages import ModelResponse, Usage, check_text
 
 
+_ANOTHER = "choose another new run id"
+
+
 class NewEffect(NamedTuple):
     """A call to a non-idempotent tool the original run made at or after the fork point.
     Made again by the fork, it is a new, real effect: its idempotency key is the fork's
@@ -75,6 +78,8 @@ async def fork(
     start_with = _start_with(checkpointer)
     check_run_id(run_id)
     check_run_id(new_run_id)
+    if new_run_id == run_id:  # it exists (or is refused as missing): one hold, not two
+        raise ForkRefused(run_id, "taken", f"run {run_id!r} is the run to fork: {_ANOTHER}")
     try:
         async with checkpointer.hold(run_id), checkpointer.hold(new_run_id):
             return await _fork_held(checkpointer, start_with, run_id, at, new_run_id, answer, by)
@@ -98,8 +103,7 @@ async def _fork_held(
         then = "name a run it holds (synaptum-lite runs STORE lists them)"
         raise ForkRefused(run_id, "no run", f"{checkpointer!r} holds no such run: {then}")
     if (await checkpointer.load(new_run_id)).header is not None:
-        then = "choose another new run id"
-        raise ForkRefused(run_id, "taken", f"run {new_run_id!r} already exists: {then}")
+        raise ForkRefused(run_id, "taken", f"run {new_run_id!r} already exists: {_ANOTHER}")
     events = decode_all(new_run_id, await checkpointer.records(run_id))
     position, start = _fork_point(run_id, events, at)
     prefix = [e for e in events if e.position < position]
@@ -210,8 +214,7 @@ async def _left_by_a_killed_fork(
         return False
     if held == header and _same(await checkpointer.records(target), events):
         return True
-    then = "choose another new run id"
-    raise ForkRefused(run_id, "taken", f"run {target!r} already exists: {then}")
+    raise ForkRefused(run_id, "taken", f"run {target!r} already exists: {_ANOTHER}")
 
 
 def _same(records: Sequence[Record], events: Sequence[Step]) -> bool:
