@@ -13,7 +13,8 @@ EXIT_CODES = """exit codes:
   0  done
   1  the store failed or holds something else (not a journal, unreachable),
      or a run in it is damaged (runs lists the others)
-  2  bad usage: an unknown option, a bad URL or schema, conflicting options
+  2  bad usage: an unknown option, a bad URL or schema, conflicting options,
+     a fork onto a run id that exists or an answer at a step not the model's
   3  not found: no such file, run or step
   4  the step is not waiting for that decision (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
