@@ -37,7 +37,7 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
-from .fork import Forked, NewEffect, fork
+from .forking import Forked, NewEffect, fork
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
 from .messages import (

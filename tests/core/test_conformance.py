@@ -575,3 +575,26 @@ def test_a_fork_refused_says_why_and_what_to_do_and_writes_nothing(
     assert str(refused).endswith("; nothing was written")
     assert missing.reason == "no run" and "holds no such run" in str(missing)
     assert runs_after == runs_before == ["r", "otro"]
+
+
+def test_start_with_writes_a_run_whole_or_not_at_all(store_factory):
+    """What a fork writes each run with (`start_with`): a header and its events, in one go."""
+    broken = ToolStep(
+        run_id="r",
+        step_id="000001-tool",
+        phase=Phase.COMPLETED,
+        call=ToolCall("c1", "consultar", {}),
+        result=ToolResult("\ud800"),  # no store can keep it
+    )
+
+    async def scenario():
+        store = store_factory()
+        with pytest.raises(ValueError):
+            await store.start_with("r", HEADER, [model_step(0, Phase.ATTEMPTED), broken])
+        refused = await store.load("r")
+        written = await store.start_with("s", HEADER, [model_step(0, Phase.ATTEMPTED, "s")])
+        return refused, written, await store.load("s")
+
+    refused, written, state = run(scenario())
+    assert refused.header is None  # nothing of it: not even its header
+    assert written == state.next_seq == 1 and state.header == HEADER

@@ -124,3 +124,31 @@ def test_a_fork_killed_at_any_point_leaves_no_fork_or_the_whole_fork(kind, tmp_p
     assert steps[-1].output == "el tesorero pagó"
     assert (gateway.model_calls, gateway.tool_calls) == (1, 0)  # the prefix paid nothing
     assert PAGOS == ["p/000001-delegate/000001-tool"]  # and no payment was made twice
+
+
+def test_a_store_without_start_with_or_a_step_that_is_no_step_is_refused_before_anything(
+    tmp_path,
+):
+    from synaptum_lite import ConfigurationError, MemoryCheckpointer
+
+    from .fork_agents import drive
+
+    class Piecewise:  # a store a user wrote, without the one-transaction write
+        def __init__(self, store):
+            self.store = store
+
+        def __getattr__(self, name):
+            if name == "start_with":
+                raise AttributeError(name)
+            return getattr(self.store, name)
+
+    store = MemoryCheckpointer()
+    asyncio.run(drive(store, "r"))
+    with pytest.raises(ConfigurationError, match=r"has no start_with\(run_id, header, events\)"):
+        asyncio.run(fork(Piecewise(store), "r", at=3, new_run_id="f"))
+    for at in (3.0, True, None):
+        with pytest.raises(ConfigurationError, match="at must be a step number or a step id"):
+            asyncio.run(fork(store, "r", at=at, new_run_id="f"))
+    with pytest.raises(ConfigurationError, match="by must name who answers"):
+        asyncio.run(fork(store, "r", at=4, new_run_id="f", answer="sí", by=" "))
+    assert asyncio.run(store.run_ids()) == ["r"]

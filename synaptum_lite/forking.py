@@ -21,7 +21,6 @@ from .errors import ConfigurationError, ForkRefused, RunBusy
 from .events import DelegationStep, ModelStep, Phase, Step, ToolStep, parse_step_id
 from .messages import ModelResponse, Usage, check_text
 
-
 _ANOTHER = "choose another new run id"
 
 
