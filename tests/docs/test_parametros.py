@@ -125,6 +125,9 @@ CASES = [
     Case("19", {"carpeta": NEW_FOLDER, "run_id": "remoto-2"}),
     Case("19", {"muere": "dentro"}, refused="muere", note="not one of the two kill points"),
     Case("19", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("20", {"carpeta": NEW_FOLDER, "run_id": "pedido-9", "punto": "000001-tool"}),
+    Case("20", {"punto": "000005-final"}, refused="punto", note="a fork ends with its own final"),
+    Case("20", {"run_id_ana": "pedido-1"}, refused="run_id_ana", note="the same run as run_id"),
 ]
 
 

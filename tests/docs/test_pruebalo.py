@@ -321,6 +321,15 @@ EXPERIMENTOS = [
             "1 mensaje recibido",
         ),
     ),
+    Experimento(
+        "20.pruebalo-punto",
+        parametros={"punto": "000004-model"},
+        se_ve=(
+            "antes de correr: ningún efecto nuevo",
+            "modelo ×1 · consultar_saldo ×0 · transferir ×0",
+            "órdenes recibidas: 1",
+        ),
+    ),
 ]
 
 
