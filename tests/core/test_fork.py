@@ -152,3 +152,18 @@ def test_a_store_without_start_with_or_a_step_that_is_no_step_is_refused_before_
     with pytest.raises(ConfigurationError, match="by must name who answers"):
         asyncio.run(fork(store, "r", at=4, new_run_id="f", answer="sí", by=" "))
     assert asyncio.run(store.run_ids()) == ["r"]
+
+
+def test_a_sub_run_name_taken_by_another_run_refuses_the_fork_before_anything_is_written():
+    """A sub-run left whole by a fork killed before it wrote the fork is taken as it is (the
+    kill test shows it); any other run under that name is not the fork's, and refuses it."""
+    from synaptum_lite import MemoryCheckpointer
+
+    store = MemoryCheckpointer()
+    asyncio.run(drive_jefe(store, "p", gateway_jefe()))
+    asyncio.run(store.start("q/000001-delegate", {"format": 1, "agent": {}, "task": "otra"}))
+    with pytest.raises(ForkRefused) as refused:
+        asyncio.run(fork(store, "p", at="000002-model", new_run_id="q"))
+    assert refused.value.reason == "taken"
+    assert "run 'q/000001-delegate' already exists: choose another new run id" in str(refused.value)
+    assert asyncio.run(store.load("q")).header is None
