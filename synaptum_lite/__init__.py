@@ -11,6 +11,7 @@ from .errors import (
     ConfigurationError,
     CorruptJournal,
     DamagedStore,
+    ForkRefused,
     InvalidToolCall,
     JournalError,
     LockFailed,
@@ -37,6 +38,7 @@ from .errors import (
     UnsupportedFormat,
 )
 from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
+from .forking import Forked, NewEffect, fork
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
 from .messages import (
@@ -73,6 +75,8 @@ __all__ = [
     "DamagedStore",
     "DelegationStep",
     "FinalStep",
+    "ForkRefused",
+    "Forked",
     "Gateway",
     "InvalidToolCall",
     "JournalError",
@@ -84,6 +88,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelStep",
+    "NewEffect",
     "NotAJournal",
     "NothingToResolve",
     "Phase",
@@ -126,6 +131,7 @@ __all__ = [
     "UnsupportedFormat",
     "Usage",
     "Verdict",
+    "fork",
     "load_events",
     "run_usage",
     "tool",

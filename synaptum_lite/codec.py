@@ -102,7 +102,10 @@ def _step(run_id: str, record: Record, attempted: Step | None, replayed: bool) -
             return ModelStep(**common, fingerprint=data["fp"])
         assert isinstance(attempted, ModelStep)
         return ModelStep(
-            **common, fingerprint=attempted.fingerprint, response=ModelResponse.from_json(data)
+            **common,
+            fingerprint=attempted.fingerprint,
+            response=ModelResponse.from_json(data),
+            replaced_by=data.get("replaced_by"),
         )
     if phase is Phase.ATTEMPTED:
         call = ToolCall.from_json(data["call"])

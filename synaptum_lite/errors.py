@@ -13,6 +13,7 @@
     │   ├── DamagedStore               the store's file is damaged: nothing more is written to it
     │   ├── LockFailed                 the store cannot lock a run (not because it is held)
     │   ├── StoreForbidden             the store's server refuses what the journal needs
+    │   ├── ForkRefused                a fork that cannot be made as asked (nothing written)
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
     │       ├── StoreFull              the disk holding the store is full
     │       ├── StoreUnreachable       it cannot be connected to at all (down, wrong URL)
@@ -171,6 +172,15 @@ class StoreForbidden(JournalError):
             f"the journal store {location} refused the journal ({detail}); nothing was "
             f"written: {remedy}"
         )
+
+
+class ForkRefused(JournalError):
+    """`fork` refused; nothing was written. `reason` is `busy`, `no run`, `taken` (the new
+    run id exists), `no step` or `not a model step`; the message names the bad value."""
+
+    def __init__(self, run_id: str, reason: str, problem: str) -> None:
+        self.run_id, self.reason, self.problem = run_id, reason, problem
+        super().__init__(f"cannot fork run {run_id!r}: {problem}; nothing was written")
 
 
 class StoreReplaced(StoreUnavailable):

@@ -93,17 +93,20 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelStep(Step):
-    """A model call. `fingerprint` identifies the request; `response` is set once completed."""
+    """A model call. `fingerprint` identifies the request; `response` is set once completed.
+    `replaced_by` names the person whose answer a fork journaled in place of the model's."""
 
     kind: ClassVar[str] = "model"
     fingerprint: str
     response: ModelResponse | None = None
+    replaced_by: str | None = None
 
     def payload(self) -> dict[str, Any]:
         # what the attempted event journaled is not repeated by the completed one
         if self.phase is Phase.ATTEMPTED or self.response is None:
             return {"fp": self.fingerprint}
-        return self.response.to_json()
+        by = {} if self.replaced_by is None else {"replaced_by": self.replaced_by}
+        return self.response.to_json() | by
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,8 +15,9 @@ from .messages import Usage
 
 @dataclass(frozen=True, slots=True)
 class TurnUsage:
-    """One paid model call: its usage, how much its input grew over the previous turn's
-    input, and the share of its input served from the provider's cache."""
+    """One paid model call (a person's answer in a fork is none): its usage, how much its
+    input grew over the previous turn's input, and the share of its input served from the
+    provider's cache."""
 
     step_id: str
     usage: Usage
@@ -43,7 +44,7 @@ async def run_usage(checkpointer: Checkpointer, run_id: str) -> RunUsage:
     for event in await load_events(checkpointer, run_id):
         if event.phase is not Phase.COMPLETED:
             continue
-        if isinstance(event, ModelStep) and event.response is not None:
+        if isinstance(event, ModelStep) and event.response is not None and not event.replaced_by:
             usage = event.response.usage
             own += usage
             growth = None

@@ -10,6 +10,7 @@ Here: `runs`, `show`, `resolve`, and `main`/`run`, which turn every failure into
 - `parser.py`: the arguments, `--help` and its exit codes, the checks of bad usage.
 - `output.py`: printing, escaping what would steer a terminal, fitting text to columns.
 - `transfer.py`: the `export` and `import` commands.
+- `fork.py`: the `fork` command.
 - `runview.py`: the store a command names, and a run read as steps (nothing printed).
 """
 
@@ -39,6 +40,7 @@ from .. import (
     ToolStep,
     Usage,
 )
+from .fork import command_fork
 from .output import OutputLost, columns, cut, json_line, pad, printable, say, token_counts, write
 from .parser import check_arguments, parser
 from .runview import (
@@ -142,6 +144,10 @@ async def command_show(args: argparse.Namespace, store: Store, width: int) -> No
     agent = field_of(run.header, "agent")
     say(f"run {run.run_id} · agent {agent.get('name')} · model {agent.get('model')}")
     say(cut(f"task: {run.header.get('task', '')}", width))
+    source = field_of(run.header, "forked_from")
+    if source:  # its steps before `at` are a copy of that run's
+        at = f" at {source['at']}" if source.get("at") else " (a whole copy)"
+        say(cut(f"forked from {source.get('run_id')}{at}", width))
     state = run.state + (f" ({run.detail})" if run.state == "closed" else "")
     say(f"{state} · {run.events} events · tokens in/out {token_counts(run.usage)}")
     say()
@@ -186,6 +192,8 @@ def _describe(step: StepView, times: bool, held: bool = False) -> tuple[str, lis
                 what = "asks for " + ", ".join(c.name for c in response.tool_calls)
             else:
                 what = f"says «{response.text or ''}»"
+            if event.replaced_by is not None:
+                notes.append(f"answered by {event.replaced_by} in place of the model (a fork)")
     if isinstance(first, FinalStep):
         what = first.reason or "answered"
     if isinstance(first, ApprovalStep) and first.reason:
@@ -284,6 +292,7 @@ COMMANDS = {
     "runs": command_runs,
     "show": command_show,
     "resolve": command_resolve,
+    "fork": command_fork,
     "export": command_export,
     "import": command_import,
 }

@@ -13,7 +13,8 @@ EXIT_CODES = """exit codes:
   0  done
   1  the store failed or holds something else (not a journal, unreachable),
      or a run in it is damaged (runs lists the others)
-  2  bad usage: an unknown option, a bad URL or schema, conflicting options
+  2  bad usage: an unknown option, a bad URL or schema, conflicting options,
+     a fork onto a run id that exists or an answer at a step not the model's
   3  not found: no such file, run or step
   4  the step is not waiting for that decision (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
@@ -85,6 +86,14 @@ def parser() -> argparse.ArgumentParser:
     decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
     resolve.add_argument("--reason", default="", help="why (with --approve or --deny only)")
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
+    forked = command("fork", "a new run from a past step of another (the original untouched)")
+    forked.add_argument("run", metavar="RUN")
+    forked.add_argument(
+        "step", metavar="STEP", help="where the fork begins anew: 4 or 000004-model"
+    )
+    forked.add_argument("new", metavar="NEW", help="the new run's id")
+    forked.add_argument("--answer", metavar="TEXT", help="a person's answer at STEP (a model step)")
+    forked.add_argument("--by", default="operator", help="who answers (default operator)")
     export = command("export", "write a run as JSON lines to stdout")
     export.add_argument("run", metavar="RUN")
     export.add_argument(
@@ -110,7 +119,15 @@ def _width(text: str) -> int:
     return int(text)
 
 
-_NAMED = {"run": "RUN", "step": "STEP", "by": "--by", "reason": "--reason", "result": "--result"}
+_NAMED = {
+    "run": "RUN",
+    "step": "STEP",
+    "new": "NEW",
+    "by": "--by",
+    "reason": "--reason",
+    "result": "--result",
+    "answer": "--answer",
+}
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -129,9 +146,9 @@ def check_arguments(args: argparse.Namespace) -> None:
                 f"{flag} is not UTF-8 text (byte 0x{byte:02x} at index {raw}); give it in "
                 "UTF-8, the encoding a journal keeps (is the terminal's encoding UTF-8?)",
             )
-        if not value.strip() and flag in ("STORE", "RUN", "STEP", "--by"):
+        if not value.strip() and flag in ("STORE", "RUN", "STEP", "NEW", "--by"):
             what = {"STORE": "a journal file or a PostgreSQL URL", "--by": "who decides"}
-            name = what.get(flag, "a run" if flag == "RUN" else "a step")
+            name = what.get(flag, "a step" if flag == "STEP" else "a run")
             raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
     if getattr(args, "by", None) and STEERING.search(args.by):
         raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")

@@ -58,6 +58,14 @@ class MemoryCheckpointer:
                 self._final[run_id] = record
         return len(records)
 
+    async def start_with(self, run_id: str, header: dict[str, Any], events: Sequence[Step]) -> int:
+        """`start`, then `append`, all or nothing: everything is checked before either writes,
+        and neither lets another task in between. Returns the run's `next_seq` afterwards."""
+        encode_events(check_run_id(run_id), events)
+        encode_header(run_id, header)
+        await self.start(run_id, header)
+        return await self.append(run_id, events)
+
     async def records(self, run_id: str) -> list[Record]:
         return list(self._records.get(check_run_id(run_id), ()))
 

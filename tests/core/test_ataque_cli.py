@@ -982,7 +982,8 @@ def test_the_usage_listed_is_the_total_run_usage_computes(journal: Path) -> None
 
 
 def test_every_help_fits_80_columns_and_names_every_exit_code() -> None:
-    for command in ((), ("runs",), ("show",), ("resolve",), ("export",), ("import",)):
+    commands = ("runs",), ("show",), ("resolve",), ("export",), ("import",), ("fork",)
+    for command in ((), *commands):
         shown = subprocess.run(
             [sys.executable, "-m", "synaptum_lite", *command, "--help"],
             cwd=ROOT,

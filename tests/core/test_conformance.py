@@ -455,3 +455,172 @@ def test_a_budget_counts_what_every_pass_paid_through_any_checkpointer_of_the_st
     paid, spent, paid_again, error = run(scenario())
     assert (paid, spent.calls, paid_again) == (1, 1, 0)  # the first pass's call counts
     assert (error.step_id, error.spent, error.limit) == ("000002-model", spent.tokens, spent.tokens)
+
+
+# ── fork: a new run from a past step of another, on every store ─────────────────────────────
+
+
+def test_a_fork_copies_the_prefix_pays_nothing_for_it_and_leaves_the_original_as_it_was(
+    store_factory, tmp_path, monkeypatch
+):
+    from synaptum_lite import fork
+    from synaptum_lite.stores.transfer import export_run
+
+    from . import agents
+    from .fork_agents import drive
+
+    effects = tmp_path / "efectos"
+
+    async def scenario():
+        store = store_factory()
+        await drive(store, "r")
+        before = await store.records("r"), await export_run(store, "r")
+        forked = await fork(store, "r", at="000003-tool", new_run_id="f")
+        after = await store.records("r"), await export_run(store, "r")
+        copied = await store.records("f")
+        header = (await store.load("f")).header
+        gateway = agents.double()
+        monkeypatch.setattr(agents, "EFFECTS", effects)  # what the fork's tools do, counted
+        steps = await drive(store, "f", gateway)
+        return before, after, copied, header, forked, gateway, steps, effects.read_text()
+
+    before, after, copied, header, forked, gateway, steps, keys = run(scenario())
+    assert after == before  # the original: every record and its export, byte for byte
+    assert [(r.seq, r.step_id, r.phase, r.data) for r in copied] == [
+        (r.seq, r.step_id, r.phase, r.data) for r in before[0] if r.step_id < "000003"
+    ]
+    assert header["forked_from"] == {"run_id": "r", "at": "000003-tool"}
+    assert (forked.run_id, forked.at, forked.events, forked.replaced) == (
+        "f",
+        "000003-tool",
+        6,
+        False,
+    )
+    # the fork says, before it runs, which effects it makes anew and under which key
+    assert [(e.step_id, e.tool, e.original_key, e.fork_key) for e in forked.new_effects] == [
+        ("000003-tool", "transferir", "r/000003-tool", "f/000003-tool"),
+        ("000005-tool", "notificar", "r/000005-tool", "f/000005-tool"),
+    ]
+    # the prefix (two model steps, one tool) replayed: paid for by the original, never again
+    assert [s.step_id for s in steps if s.replayed] == [
+        "000000-model",
+        "000001-tool",
+        "000002-model",
+    ]
+    assert (gateway.model_calls, gateway.tool_calls) == (2, 2)
+    # the transfer again: a new effect, under the fork's key
+    assert keys.splitlines() == ["transferir ES91->ES12 100.0 key=f/000003-tool", "notificar hecho"]
+    assert isinstance(steps[-1], FinalStep) and steps[-1].step_id == "000007-final"
+
+
+def test_a_replaced_answer_is_journaled_as_a_persons_and_no_model_is_called(store_factory):
+    from synaptum_lite import fork, run_usage
+
+    from .agents import double
+    from .fork_agents import drive
+
+    async def scenario():
+        store = store_factory()
+        await drive(store, "r")
+        forked = await fork(store, "r", at=4, new_run_id="f", answer="Hecho, sin avisar.", by="ana")
+        gateway = double()
+        steps = await drive(store, "f", gateway)
+        return forked, gateway, steps, await load_events(store, "f"), await run_usage(store, "f")
+
+    forked, gateway, steps, journaled, usage = run(scenario())
+    assert forked.replaced and [e.step_id for e in forked.new_effects] == ["000005-tool"]
+    answered = [s for s in steps if isinstance(s, ModelStep) and s.step_id == "000004-model"]
+    assert [(s.replaced_by, s.response.text, s.replayed) for s in answered] == [
+        ("ana", "Hecho, sin avisar.", True)  # on the step stream, as a person's
+    ]
+    assert answered[0].response.usage == Usage(0, 0, 0)
+    on_disk = [e for e in journaled if e.step_id == "000004-model" and e.phase is Phase.COMPLETED]
+    assert [e.replaced_by for e in on_disk] == ["ana"]
+    assert (gateway.model_calls, gateway.tool_calls) == (0, 0)
+    assert [t.step_id for t in usage.turns] == ["000000-model", "000002-model"]  # paid ones only
+    assert steps[-1].output == "Hecho, sin avisar."
+
+
+def test_a_fork_after_a_delegation_brings_its_sub_run_under_the_forks_name(store_factory):
+    from synaptum_lite import fork
+    from synaptum_lite.stores.transfer import export_run
+
+    from .fork_agents import PAGOS, drive_jefe, gateway_jefe
+
+    async def scenario():
+        store = store_factory()
+        PAGOS.clear()
+        await drive_jefe(store, "p", gateway_jefe())
+        forked = await fork(store, "p", at="000002-model", new_run_id="q")
+        gateway = gateway_jefe()
+        steps = await drive_jefe(store, "q", gateway)
+        sub = await store.records("q/000001-delegate"), await store.records("p/000001-delegate")
+        return forked, gateway, steps, sub, await export_run(store, "q"), list(PAGOS)
+
+    forked, gateway, steps, (copied, original), exported, paid = run(scenario())
+    assert forked.sub_runs == ("q/000001-delegate",)
+    assert [(r.step_id, r.phase, r.data) for r in copied] == [
+        (r.step_id, r.phase, r.data) for r in original
+    ]
+    assert sum('"run_id":"q/000001-delegate"' in line for line in exported) == 1
+    assert paid == ["p/000001-delegate/000001-tool"]  # once, by the original; not by the fork
+    assert (gateway.model_calls, gateway.tool_calls) == (1, 0)  # only the boss's last answer
+    assert steps[-1].output == "el tesorero pagó"
+
+
+@pytest.mark.parametrize(
+    ("at", "new", "answer", "reason", "said"),
+    [
+        (99, "f", None, "no step", "it has no step 99: its steps are 0 to 7 (000000-model to "),
+        ("000003-model", "f", None, "no step", "it has no step '000003-model'"),
+        (3, "r", None, "taken", "run 'r' is the run to fork: choose another new run id"),
+        (3, "otro", None, "taken", "run 'otro' already exists: choose another new run id"),
+        (3, "f", "no", "not a model step", "step 000003-tool is not a model step"),
+    ],
+)
+def test_a_fork_refused_says_why_and_what_to_do_and_writes_nothing(
+    store_factory, at, new, answer, reason, said
+):
+    from synaptum_lite import ForkRefused, fork
+
+    from .fork_agents import drive
+
+    async def scenario():
+        store = store_factory()
+        await drive(store, "r")
+        await drive(store, "otro")
+        runs = await store.run_ids()
+        with pytest.raises(ForkRefused) as refused:
+            await fork(store, "r", at=at, new_run_id=new, answer=answer)
+        with pytest.raises(ForkRefused) as missing:
+            await fork(store, "nadie", at=0, new_run_id="g")
+        return refused.value, missing.value, runs, await store.run_ids()
+
+    refused, missing, runs_before, runs_after = run(scenario())
+    assert refused.reason == reason and said in str(refused), str(refused)
+    assert str(refused).endswith("; nothing was written")
+    assert missing.reason == "no run" and "holds no such run" in str(missing)
+    assert runs_after == runs_before == ["r", "otro"]
+
+
+def test_start_with_writes_a_run_whole_or_not_at_all(store_factory):
+    """What a fork writes each run with (`start_with`): a header and its events, in one go."""
+    broken = ToolStep(
+        run_id="r",
+        step_id="000001-tool",
+        phase=Phase.COMPLETED,
+        call=ToolCall("c1", "consultar", {}),
+        result=ToolResult("\ud800"),  # no store can keep it
+    )
+
+    async def scenario():
+        store = store_factory()
+        with pytest.raises(ValueError):
+            await store.start_with("r", HEADER, [model_step(0, Phase.ATTEMPTED), broken])
+        refused = await store.load("r")
+        written = await store.start_with("s", HEADER, [model_step(0, Phase.ATTEMPTED, "s")])
+        return refused, written, await store.load("s")
+
+    refused, written, state = run(scenario())
+    assert refused.header is None  # nothing of it: not even its header
+    assert written == state.next_seq == 1 and state.header == HEADER

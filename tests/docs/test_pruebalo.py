@@ -322,6 +322,15 @@ EXPERIMENTOS = [
         ),
     ),
     Experimento(
+        "20.pruebalo-punto",
+        parametros={"punto": "000004-model"},
+        se_ve=(
+            "antes de correr: ningún efecto nuevo",
+            "modelo ×1 · consultar_saldo ×0 · transferir ×0",
+            "órdenes recibidas: 1",
+        ),
+    ),
+    Experimento(
         "23.pruebalo-muere-tarde",
         parametros={"muere_tras": 3},
         se_ve=("3 llamadas al modelo", "modelo ×1"),
