@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import copy
 import hmac
 import json
 import os
@@ -106,7 +107,7 @@ class StoreServer:
                 refused = {"error": "Unauthorized", "message": "missing or wrong bearer token"}
                 await _respond(send, 401, refused)
                 return
-        await self._app(scope, receive, send)  # type: ignore[arg-type]
+        await self._app(scope, receive, send)
 
     # ── the calls ─────────────────────────────────────────────────────────────────────────
 
@@ -235,7 +236,7 @@ async def _read_body(receive: Receive) -> bytes:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise BadRequest("the client left before its request ended")
-        body += message.get("body", b"")
+        body += bytes(message.get("body", b""))
         if not message.get("more_body"):
             return body
 
@@ -352,8 +353,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8750, help="0: any free port")
     options = parser.parse_args(argv)
+    token = os.environ.get(ENV_TOKEN, "")
     try:
-        server = StoreServer(_store(options), token=os.environ.get(ENV_TOKEN, ""))
+        if not token:  # before the store is opened: a refused start creates nothing
+            raise errors.ConfigurationError(
+                f"the store server needs a token: set {ENV_TOKEN} to a non-empty printable secret"
+            )
+        server = StoreServer(_store(options), token=token)
         listening = socket.create_server((options.host, options.port))
     except (errors.SynaptumError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)  # noqa: T201
@@ -369,8 +375,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _serve(app: StoreServer, listening: socket.socket) -> None:
     import uvicorn
 
+    # every log line to stderr: stdout says one thing, that the server listens
+    logging = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    logging["handlers"]["access"]["stream"] = "ext://sys.stderr"
     # a hold's request never ends by itself: on SIGTERM, wait for them a little, then cut
-    config = uvicorn.Config(app, lifespan="off", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, lifespan="off", log_config=logging, timeout_graceful_shutdown=5)
     await uvicorn.Server(config).serve(sockets=[listening])
 
 

@@ -8,8 +8,10 @@ the tests can read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +70,60 @@ class StoreServer:
         self.process.wait(BOUND)
         assert self.process.stdout is not None
         self.process.stdout.close()
+
+
+class AnswerLosingProxy:
+    """A TCP proxy on 127.0.0.1 in front of a server that loses one answer: the first request
+    whose first line starts with `lose` is forwarded, and when the server's answer comes back
+    the client's connection is closed instead (the call was done; its answer never arrived).
+    Everything else passes through. `requests` lists every request line it forwarded."""
+
+    def __init__(self, upstream_port: int, lose: bytes) -> None:
+        import threading
+
+        self.upstream_port, self.lose = upstream_port, lose
+        self.requests: list[bytes] = []
+        self.lost = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._threads = threading
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            losing = self._threads.Event()
+            self._threads.Thread(
+                target=self._up, args=(client, upstream, losing), daemon=True
+            ).start()
+            self._threads.Thread(
+                target=self._down, args=(upstream, client, losing), daemon=True
+            ).start()
+
+    def _up(self, client: socket.socket, upstream: socket.socket, losing: object) -> None:
+        with contextlib.suppress(OSError):
+            while data := client.recv(65536):
+                if data.startswith(b"POST "):
+                    self.requests.append(data.split(b"\r\n", 1)[0])
+                    if data.startswith(self.lose) and not self.lost:
+                        self.lost = 1
+                        losing.set()  # type: ignore[attr-defined]
+                upstream.sendall(data)
+        upstream.close()
+
+    def _down(self, upstream: socket.socket, client: socket.socket, losing: object) -> None:
+        with contextlib.suppress(OSError):
+            while data := upstream.recv(65536):
+                if losing.is_set():  # type: ignore[attr-defined]
+                    break  # the answer, done and never delivered
+                client.sendall(data)
+        client.shutdown(socket.SHUT_RDWR)
+        client.close()
+        upstream.close()
+
+    def close(self) -> None:
+        self._listener.close()
