@@ -8,20 +8,31 @@ the tests can read.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from synaptum_lite import Checkpointer
 from synaptum_lite.stores.http_client import HttpCheckpointer
 from synaptum_lite.stores.http_server import ENV_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "tok-3f9a1c77e2b84d05-secreto"  # distinctive: a test looks for it in every log line
 BOUND = 120  # seconds: only ends a hang
+
+
+async def until_free(store: Checkpointer, run_id: str) -> None:
+    """Wait until the server says nobody holds `run_id` (it saw the holder's connection end)."""
+    deadline = time.monotonic() + BOUND
+    while await store.is_held(run_id):
+        assert time.monotonic() < deadline, f"run {run_id!r} still held after {BOUND} s"
+        await asyncio.sleep(0.05)
 
 
 class StoreServer:

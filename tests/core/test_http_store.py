@@ -9,7 +9,6 @@ or for the server to say the run is free, with bounds that only end a hang.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -17,7 +16,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -36,7 +34,7 @@ from synaptum_lite.stores.http_client import HttpCheckpointer, StoreProtocolErro
 from synaptum_lite.stores.http_server import ENV_TOKEN
 
 from .conftest import run
-from .http_store import BOUND, ROOT, TOKEN, AnswerLosingProxy, StoreServer
+from .http_store import BOUND, ROOT, TOKEN, AnswerLosingProxy, StoreServer, until_free
 from .http_store_child import HEADER, model_step
 
 pytestmark = pytest.mark.posix_signals  # it SIGKILLs clients and servers
@@ -60,14 +58,6 @@ def child(server: StoreServer, *arguments: str) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, ENV_TOKEN: server.token},
     )
-
-
-async def until_free(store: HttpCheckpointer, run_id: str) -> None:
-    """Wait until the server says nobody holds `run_id` (it saw the holder's connection end)."""
-    deadline = time.monotonic() + BOUND
-    while await store.is_held(run_id):
-        assert time.monotonic() < deadline, f"run {run_id!r} still held after {BOUND} s"
-        await asyncio.sleep(0.05)
 
 
 def rows(db: Path) -> tuple[int, int]:
