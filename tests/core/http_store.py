@@ -36,16 +36,28 @@ async def until_free(store: Checkpointer, run_id: str) -> None:
 
 
 class StoreServer:
-    """A store server over the SQLite file `db` (or `memory=True`), started at once."""
+    """A store server over the SQLite file `db` (or `memory=True`, or `postgres="URL#schema"`),
+    started at once."""
 
     def __init__(
-        self, db: Path | None, *, log: Path, memory: bool = False, token: str = TOKEN, port: int = 0
+        self,
+        db: Path | None,
+        *,
+        log: Path,
+        memory: bool = False,
+        postgres: str = "",
+        token: str = TOKEN,
+        port: int = 0,
     ) -> None:
         self.db, self.log, self.memory, self.token = db, log, memory, token
+        self.postgres = postgres
         self.process = self._start(port)
 
     def _start(self, port: int) -> subprocess.Popen[str]:
         store = ["--memory"] if self.memory else ["--db", str(self.db)]
+        if self.postgres:
+            url, _, schema = self.postgres.partition("#")
+            store = ["--postgres", url, "--schema", schema]
         command = [sys.executable, "-m", "synaptum_lite.stores.http_server", *store]
         with self.log.open("a") as log:
             process = subprocess.Popen(

@@ -336,3 +336,32 @@ def test_the_server_refuses_to_start_without_a_token(tmp_path):
     assert started.returncode == 2
     assert "set SYNAPTUM_STORE_TOKEN" in started.stderr and started.stdout == ""
     assert not (tmp_path / "r.db").exists()
+
+
+def test_the_server_serves_a_postgresql_journal_too(tmp_path):
+    """`--postgres URL --schema S`: what a client appends is in PostgreSQL's tables, and the
+    run is held in PostgreSQL (a PostgresCheckpointer on the same schema is told busy)."""
+    from tests.postgres.store import postgres_location
+
+    location = postgres_location(tmp_path)
+    server = StoreServer(None, log=tmp_path / "server.log", postgres=location)
+    url, _, schema = location.partition("#")
+
+    async def scenario() -> list[str]:
+        from synaptum_lite.stores.postgres import PostgresCheckpointer
+
+        store, direct = server.client(), PostgresCheckpointer(url, schema=schema)
+        await store.start("r", HEADER)
+        async with store.hold("r"):
+            await store.append("r", [model_step("r", 0), model_step("r", 1)])
+            with pytest.raises(RunBusy):
+                async with direct.hold("r"):
+                    pass
+        records = await direct.records("r")
+        await direct.close()
+        return [f"{r.seq} {r.step_id} {r.phase}" for r in records]
+
+    try:
+        assert run(scenario()) == ["0 000000-model attempted", "1 000000-model completed"]
+    finally:
+        server.stop()
