@@ -249,6 +249,8 @@ class HttpCheckpointer:
                         self.location, f"the connection broke twice: {_first_line(exc)}"
                     ) from None
                 continue
+            except httpx.HTTPError as exc:  # an answer httpx cannot read (its encoding)
+                raise StoreProtocolError(self.location, _first_line(exc)) from None
             if response.status_code == 200:
                 return response
             text = (await response.aread()).decode(errors="replace")
@@ -296,6 +298,8 @@ def _error(location: str, status: int, answer: dict[str, Any]) -> Exception:
     found = getattr(errors, name, None)
     if name == "HoldLost":
         return StoreUnavailable(location, message)
+    if name == "ServerError":
+        return StoreUnavailable(location, f"the server failed: {message}; its log says why")
     if not (isinstance(found, type) and issubclass(found, errors.SynaptumError)):
         return StoreProtocolError(location, f"HTTP {status}, error {name!r}: {message}")
     error: Exception = found.__new__(found)

@@ -27,6 +27,7 @@ import contextlib
 import copy
 import hmac
 import json
+import logging
 import os
 import secrets
 import socket
@@ -309,6 +310,7 @@ def _failure(exc: BaseException) -> tuple[int, dict[str, Any]]:
         return 400, {"error": "BadRequest", "message": str(exc)}
     if not isinstance(exc, Exception):
         raise exc
+    logging.getLogger(__name__).error("a call failed", exc_info=exc)
     return 500, {"error": "ServerError", "message": f"{type(exc).__name__} in the server"}
 
 
@@ -376,10 +378,10 @@ async def _serve(app: StoreServer, listening: socket.socket) -> None:
     import uvicorn
 
     # every log line to stderr: stdout says one thing, that the server listens
-    logging = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    logging["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     # a hold's request never ends by itself: on SIGTERM, wait for them a little, then cut
-    config = uvicorn.Config(app, lifespan="off", log_config=logging, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, lifespan="off", log_config=log_config, timeout_graceful_shutdown=5)
     await uvicorn.Server(config).serve(sockets=[listening])
 
 

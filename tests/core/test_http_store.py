@@ -37,8 +37,6 @@ from .conftest import run
 from .http_store import BOUND, ROOT, TOKEN, AnswerLosingProxy, StoreServer, until_free
 from .http_store_child import HEADER, model_step
 
-pytestmark = pytest.mark.posix_signals  # it SIGKILLs clients and servers
-
 KILLS = 5  # rounds of each kill test
 
 
@@ -71,6 +69,7 @@ def rows(db: Path) -> tuple[int, int]:
 # ── one driver per run, across processes ───────────────────────────────────────────────────
 
 
+@pytest.mark.posix_signals  # it SIGKILLs
 def test_a_run_held_by_a_client_killed_with_sigkill_is_busy_until_then_and_free_after(
     server, tmp_path
 ):
@@ -110,6 +109,7 @@ def test_a_run_held_by_a_client_killed_with_sigkill_is_busy_until_then_and_free_
     assert kills == KILLS
 
 
+@pytest.mark.posix_signals  # it SIGKILLs
 def test_a_driver_whose_hold_was_lost_writes_nothing_after_the_next_one_took_the_run(server):
     """The server is SIGKILLed under a driver holding a run, and restarted: the hold went with
     the connection. Another driver takes the run; the first one's next write, and its
@@ -162,6 +162,7 @@ def test_an_append_whose_answer_was_lost_is_sent_again_and_written_once(tmp_path
     assert records == ["0 000000-model attempted", "1 000000-model completed"]
 
 
+@pytest.mark.posix_signals  # it SIGKILLs
 def test_a_server_killed_with_sigkill_mid_append_loses_nothing_it_acknowledged(server):
     """Each round: a client appends one event at a time, printing each acknowledged next_seq;
     the server is SIGKILLed while it appends, and restarted over the same file. Every event
