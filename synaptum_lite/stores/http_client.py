@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -68,12 +69,21 @@ class _Hold:
     hold_id: str
     response: Any  # httpx.Response, streaming
     chunks: Any  # the answer's bytes, read up to the first line
+    loop: asyncio.AbstractEventLoop  # where it was taken, and must be let go
 
     async def close(self) -> None:
         try:
             await self.chunks.aclose()
         finally:
             await self.response.aclose()
+
+    def abandon(self) -> None:
+        """End the connection without its event loop (closed): shut its socket down."""
+        stream = self.response.extensions.get("network_stream")
+        raw = stream.get_extra_info("socket") if stream is not None else None
+        with contextlib.suppress(OSError):
+            if raw is not None:
+                raw.shutdown(socket.SHUT_RDWR)
 
 
 class HttpCheckpointer:
@@ -163,7 +173,7 @@ class HttpCheckpointer:
         """Raise `StoreUnavailable` unless the server still holds `run_id` for this
         checkpointer (it lets go when the hold's connection ends: a restart, a cut)."""
         check_run_id(run_id)
-        if run_id in self._held:
+        if self._holding(run_id) is not None:
             await self._call("confirm_hold", run_id=run_id, **self._hold_of(run_id))
 
     async def run_ids(self, *, open_only: bool = False) -> list[str] | None:
@@ -173,7 +183,7 @@ class HttpCheckpointer:
 
     async def is_held(self, run_id: str) -> bool:
         """Asked of the server, which asks its store without taking the run."""
-        if check_run_id(run_id) in self._held:
+        if self._holding(check_run_id(run_id)) is not None:
             return True
         return bool((await self._call("is_held", run_id=run_id))["held"])
 
@@ -187,12 +197,13 @@ class HttpCheckpointer:
 
     async def _try_hold(self, run_id: str) -> Callable[[], Any] | None:
         """Open the hold's request; the function that releases it, or None when busy."""
+        self._holding(run_id)  # a hold left in a closed event loop ends here
         body = {"run_id": run_id}
         try:
             response = await self._send("hold", body, stream=True)
         except errors.RunBusy:
             return None
-        hold = _Hold("", response, response.aiter_raw())
+        hold = _Hold("", response, response.aiter_raw(), asyncio.get_running_loop())
         try:
             first = b""
             async for chunk in hold.chunks:
@@ -218,8 +229,19 @@ class HttpCheckpointer:
         return release
 
     def _hold_of(self, run_id: str) -> dict[str, str]:
-        held = self._held.get(run_id)
+        held = self._holding(run_id)
         return {} if held is None else {"hold": held.hold_id}
+
+    def _holding(self, run_id: str) -> _Hold | None:
+        """This checkpointer's hold on `run_id`, unless it was taken in an event loop that
+        closed without letting go: then its connection is ended here, and the server, seeing
+        it end, lets go of the run."""
+        held = self._held.get(run_id)
+        if held is not None and held.loop.is_closed():
+            del self._held[run_id]
+            held.abandon()
+            return None
+        return held
 
     # ── the wire ──────────────────────────────────────────────────────────────────────────
 

@@ -9,6 +9,7 @@ or for the server to say the run is free, with bounds that only end a hang.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -132,6 +133,31 @@ def test_a_driver_whose_hold_was_lost_writes_nothing_after_the_next_one_took_the
         return [f"{r.step_id} {r.phase}" for r in await second.records("r")]
 
     assert run(scenario()) == ["000000-model attempted", "000000-model completed"]
+
+
+def test_a_run_held_in_an_event_loop_closed_without_letting_go_is_let_go_by_the_next_hold(
+    server,
+):
+    """A driver's event loop closed while it held a run (`loop.close()`, its generators never
+    finished): the hold's connection stayed open. The next hold through the same checkpointer
+    ends that connection, and the server, seeing it end, lets go of the run."""
+    store = server.client()
+    loop = asyncio.new_event_loop()
+    held = store.hold("r")
+    loop.run_until_complete(held.__aenter__())
+    loop.close()  # never let go
+
+    async def take() -> bool:
+        try:  # asking ends the abandoned hold's connection; the server may not have seen it yet
+            async with store.hold("r"):
+                return True
+        except RunBusy:
+            await until_free(server.client(), "r")
+        async with store.hold("r"):
+            return await server.client().is_held("r")
+
+    assert run(take())
+    del held
 
 
 # ── appends: once each, and nothing acknowledged is lost ───────────────────────────────────
