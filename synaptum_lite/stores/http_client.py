@@ -211,7 +211,10 @@ class HttpCheckpointer:
                 if b"\n" in first:
                     break
             text = first.partition(b"\n")[0].decode(errors="replace")
-            hold.hold_id = str(_answer(self.location, 200, None, text)["hold"])
+            hold_id = _answer(self.location, 200, None, text).get("hold")
+            if not isinstance(hold_id, str):
+                raise StoreProtocolError(self.location, f"a hold without its id: {text!r:.80}")
+            hold.hold_id = hold_id
         except BaseException:
             await hold.close()
             raise
