@@ -17,7 +17,8 @@
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
     │       ├── StoreFull              the disk holding the store is full
     │       ├── StoreUnreachable       it cannot be connected to at all (down, wrong URL)
-    │       └── StoreReplaced          the journal file was replaced or deleted under it
+    │       ├── StoreReplaced          the journal file was replaced or deleted under it
+    │       └── StoreProtocolError     a store server answered what none does (in http_client)
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
     ├── ReplayDivergence               the journal holds another step at this position

@@ -112,7 +112,15 @@ TASK = "Transfiere 100 € de ES91 a ES12 y avisa."
 
 
 def open_store(location: str) -> Checkpointer:
-    """The checkpointer a location names: a PostgreSQL URL (`URL#schema`), else a SQLite file."""
+    """The checkpointer a location names: a PostgreSQL URL (`URL#schema`), a store server's URL
+    (`http://…`, its token in SYNAPTUM_STORE_TOKEN or the tests' own), else a SQLite file."""
+    if location.startswith("http://"):
+        from synaptum_lite.stores.http_client import HttpCheckpointer
+        from synaptum_lite.stores.http_server import ENV_TOKEN
+
+        from .http_store import TOKEN
+
+        return HttpCheckpointer(location, token=os.environ.get(ENV_TOKEN, TOKEN))
     if location.startswith("postgresql://"):
         from synaptum_lite.stores.postgres import PostgresCheckpointer
 

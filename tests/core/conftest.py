@@ -21,11 +21,19 @@ STORES: dict[str, Callable[[Path], Any]] = {
 }
 
 
-@pytest.fixture(params=[*sorted(STORES), "sqlite-single-process"])
+@pytest.fixture(params=[*sorted(STORES), "sqlite-single-process", "http"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """Make checkpointers on one shared store (same file, or same memory object).
 
-    `sqlite-single-process` is SQLite with the run lock of Pyodide and WASI forced on."""
+    `sqlite-single-process` is SQLite with the run lock of Pyodide and WASI forced on; `http`
+    is `HttpCheckpointer`, each a client of one store server (a real process on 127.0.0.1,
+    `tests/core/http_store.py`) over a SQLite file."""
+    if request.param == "http":
+        from .http_store import StoreServer
+
+        server = StoreServer(tmp_path / "runs.db", log=tmp_path / "server.log")
+        request.addfinalizer(server.stop)
+        return server.client
     if request.param == "memory":
         shared = MemoryCheckpointer()
         return lambda: shared

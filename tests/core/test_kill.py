@@ -3,8 +3,10 @@
 The oracle: killed at every journal boundary (and inside a tool, after its effect), the run
 ends with the same answer and the same completed steps as an uninterrupted run; every model
 call is paid once; no effect happens twice. Effects are counted by the tools themselves, in
-a file that survives the kill. Every test runs on SQLite and on PostgreSQL (the server of
-tests/postgres/store.py: the one SYNAPTUM_TEST_POSTGRES_URL names, else one the tests start).
+a file that survives the kill. Every test runs on SQLite, on PostgreSQL (the server of
+tests/postgres/store.py: the one SYNAPTUM_TEST_POSTGRES_URL names, else one the tests start),
+and through `HttpCheckpointer`, on a store server (a process of its own, over SQLite) that the
+killed child and the one that resumes both reach over HTTP.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from synaptum_lite import FinalStep, ModelStep, Phase, ToolStep, load_events
 from tests.postgres.store import postgres_location
 
 from .agents import ANSWER, open_store
+from .http_store import StoreServer, until_free
 
 pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
 
@@ -29,12 +32,24 @@ ROOT = Path(__file__).resolve().parents[2]
 EVENTS_OF_A_WHOLE_RUN = 15  # 4 model steps × 2 + 3 tool steps × 2 + the final step
 
 
-STORE_KINDS = ["sqlite", "postgres"]
+STORE_KINDS = ["sqlite", "postgres", "http"]
+_SERVERS: list[StoreServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_store_servers():
+    yield
+    while _SERVERS:
+        _SERVERS.pop().stop()
 
 
 def store_in(kind: str, tmp: Path) -> str:
     """Where a test's journal lives, as a child process is told: a SQLite file in the test's
-    folder, or a schema of the test's own on the PostgreSQL test server."""
+    folder, a schema of the test's own on the PostgreSQL test server, or the URL of a store
+    server of the test's own over a SQLite file in its folder."""
+    if kind == "http":
+        _SERVERS.append(StoreServer(tmp / "runs.db", log=tmp / "server.log"))
+        return _SERVERS[-1].url
     return str(tmp / "runs.db") if kind == "sqlite" else postgres_location(tmp)
 
 
@@ -54,6 +69,14 @@ def child(store: str, tmp: Path, run_id: str, *flags: str) -> subprocess.Complet
         text=True,
         timeout=60,
     )
+
+
+def released(store: str, run_id: str) -> None:
+    """Wait until a killed child's hold is let go. A store server lets go when it sees the
+    child's connection end, an event of its own: wait for it, not for a clock. (The OS drops a
+    SQLite lock as the process dies; PostgreSQL's lock goes with the session.)"""
+    if store.startswith("http://"):
+        asyncio.run(until_free(open_store(store), run_id))
 
 
 def completed_steps(store: str, run_id: str) -> list[tuple[str, object]]:
@@ -113,6 +136,7 @@ def test_a_run_killed_at_every_boundary_resumes_to_the_same_end(
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-at", str(kill_after))
     assert killed.returncode == -signal.SIGKILL
+    released(store, "r")
     # every event the child received was on disk before it was received, the final one too
     on_disk = asyncio.run(load_events(open_store(store), "r"))
     assert len(on_disk) >= kill_after
@@ -145,6 +169,7 @@ def test_a_kill_inside_a_tool_after_its_effect_is_never_repeated(
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-in", tool_name)
     assert killed.returncode == -signal.SIGKILL
+    released(store, "r")
 
     blind = child(store, tmp_path, "r")
     if tool_name == "consultar_saldo":  # idempotent: simply runs again
@@ -172,6 +197,7 @@ def test_a_kill_right_after_a_non_idempotent_tools_attempted_event_leaves_it_unc
     store = store_in(kind, tmp_path)
     killed = child(store, tmp_path, "r", "--die-at", str(TRANSFER_ATTEMPTED))
     assert killed.returncode == -signal.SIGKILL
+    released(store, "r")
 
     # nobody can know whether the tool began: a person has to say
     blind = child(store, tmp_path, "r")

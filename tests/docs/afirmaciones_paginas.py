@@ -764,7 +764,7 @@ def _lo_que_miden_los_tests_de_postgresql() -> dict:
     racing = re.search(r"Batch\(tmp_path, (\d+), \"--in-order\"\)", source)
     assert racing is not None and {"runs", "workers", "kills"} <= set(found), found
     kill = (REPO / "tests" / "core" / "test_kill.py").read_text(encoding="utf-8")
-    assert 'STORE_KINDS = ["sqlite", "postgres"]' in kill  # every boundary, on both stores
+    assert 'STORE_KINDS = ["sqlite", "postgres", "http"]' in kill  # every boundary, each store
     return {**found, "en el mismo orden": int(racing.group(1))}
 
 
@@ -888,3 +888,8 @@ def _carga_arranca_procesos_que_gastan_cpu() -> dict:
     assert default is not None, shown.getvalue()
     assert "/proc/loadavg" in inspect.getsource(carga)
     return {"hogs": int(default.group(1))}
+
+
+# ── Escalar: the HTTP store (registered by importing its module) ──────────────────────────
+
+import tests.docs.afirmaciones_escalar_http  # noqa: E402, F401
