@@ -85,12 +85,19 @@ def parser() -> argparse.ArgumentParser:
     decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
     resolve.add_argument("--reason", default="", help="why (with --approve or --deny only)")
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
-    export = command("export", "write a run as JSON lines to stdout")
+    export = command("export", "write a run as JSON lines to stdout (or its trace: --otel)")
     export.add_argument("run", metavar="RUN")
     export.add_argument(
         "--key-file",
         metavar="PATH",
         help="sign the export's digest chain with the key in this file (HMAC-SHA256)",
+    )
+    export.add_argument(
+        "--otel",
+        metavar="DEST",
+        help="send the run's trace instead, rebuilt from its journal (OpenTelemetry; needs the "
+        "otel extra): to an OTLP/HTTP receiver (DEST an http(s) URL, e.g. "
+        "http://127.0.0.1:4318) or appended to a file as OTLP/JSON lines",
     )
     imported = command("import", "read an exported run from stdin into STORE")
     imported.add_argument(
