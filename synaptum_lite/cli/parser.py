@@ -8,6 +8,7 @@ import argparse
 
 from .output import STEERING
 from .runview import STATES, Failure
+from .traces import check_destination
 
 EXIT_CODES = """exit codes:
   0  done
@@ -142,6 +143,8 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
     if getattr(args, "by", None) and STEERING.search(args.by):
         raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")
+    if getattr(args, "otel", None) is not None:
+        check_destination(args)
     if getattr(args, "reason", "") and args.decision not in ("approve", "deny"):
         flag = f"--{args.decision or 'result'}"
         raise Failure(

@@ -13,12 +13,14 @@ import logging
 from collections.abc import Iterator
 
 from .. import ConfigurationError
+from ..integrations.otel_file import require_sdk
 from .output import say
 from .runview import Failure, Store, read_run
 
 
-async def command_export_otel(args: argparse.Namespace, store: Store) -> None:
-    """Send the trace of `args.run` to `args.otel`, and say what was sent."""
+def check_destination(args: argparse.Namespace) -> None:
+    """Refuse, as bad usage before the store is opened, an `--otel` that names no receiver
+    and no file, or one given with `--key-file`."""
     if args.key_file is not None:
         raise Failure(
             2,
@@ -34,6 +36,15 @@ async def command_export_otel(args: argparse.Namespace, store: Store) -> None:
             f"--otel {destination!r}: traces go over OTLP/HTTP only; give an http(s) URL, or a "
             "file to write them to",
         )
+    try:
+        require_sdk()
+    except ConfigurationError as exc:
+        raise Failure(2, str(exc)) from None
+
+
+async def command_export_otel(args: argparse.Namespace, store: Store) -> None:
+    """Send the trace of `args.run` to `args.otel`, and say what was sent."""
+    destination: str = args.otel
     await read_run(store, args.run, check_held=False)
     try:
         from ..integrations import otel
