@@ -125,6 +125,9 @@ CASES = [
     Case("19", {"carpeta": NEW_FOLDER, "run_id": "remoto-2"}),
     Case("19", {"muere": "dentro"}, refused="muere", note="not one of the two kill points"),
     Case("19", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("22", {"carpeta": NEW_FOLDER, "run_id": "trazas-2", "muere": "ver_movimientos"}),
+    Case("22", {"muere": "notificar"}, refused="muere", note="not one of the agent's tools"),
+    Case("22", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("vivo-1.jsonl",)),
 ]
 
 

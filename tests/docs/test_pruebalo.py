@@ -321,6 +321,14 @@ EXPERIMENTOS = [
             "1 mensaje recibido",
         ),
     ),
+    Experimento(
+        "22.pruebalo-antes",
+        parametros={"muere": "ver_saldo"},
+        se_ve=(
+            "reproducidos, enlazados con la vuelta 1: 1 de 1",
+            "lo que envió el hijo, con los mismos ids: 1 de 1",
+        ),
+    ),
 ]
 
 
