@@ -10,6 +10,7 @@ Here: `runs`, `show`, `resolve`, and `main`/`run`, which turn every failure into
 - `parser.py`: the arguments, `--help` and its exit codes, the checks of bad usage.
 - `output.py`: printing, escaping what would steer a terminal, fitting text to columns.
 - `transfer.py`: the `export` and `import` commands.
+- `traces.py`: `export --otel`, a run's trace rebuilt from its journal.
 - `runview.py`: the store a command names, and a run read as steps (nothing printed).
 """
 
