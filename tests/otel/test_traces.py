@@ -282,6 +282,10 @@ try:
     otel.otlp_exporter("http://127.0.0.1:4318")
 except ConfigurationError as exc:
     print(exc)
+try:
+    otel.OtlpJsonFile("traza.jsonl")
+except ConfigurationError as exc:
+    print(exc)
 from synaptum_lite.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -293,8 +297,9 @@ sys.exit(main(sys.argv[1:]))
         text=True,
         timeout=300,
     )
-    assert "pip install 'synaptum-lite[otel]'" in out.stdout
-    assert "no module 'opentelemetry" in out.stdout
+    said = out.stdout.splitlines()
+    assert len(said) == 2 and all("pip install 'synaptum-lite[otel]'" in line for line in said)
+    assert all("no module 'opentelemetry" in line for line in said)
     assert out.returncode == 2 and "pip install 'synaptum-lite[otel]'" in out.stderr
 
 
