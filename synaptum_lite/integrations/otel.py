@@ -328,8 +328,9 @@ class _LivePass:
             self._send([self._work(item, now, now, None)])
         elif item.phase is Phase.ATTEMPTED:
             self.open[item.step_id] = (now, item)
-        elif item.phase is Phase.COMPLETED and item.step_id in self.open:
-            start, attempted = self.open.pop(item.step_id)
+        elif item.phase is Phase.COMPLETED:
+            # a call refused before it ran is yielded once, completed: its span has no length
+            start, attempted = self.open.pop(item.step_id, (now, item))
             work = self._work(attempted, start, now, item)
             spans = [work]
             if isinstance(item, DelegationStep):
@@ -375,7 +376,10 @@ class _LivePass:
         )
 
     def end(self, failure: BaseException | None) -> None:
-        """Send the attempts left open (their pass ended first) and the root span."""
+        """Send the attempts left open (their pass ended first) and the root span; nothing
+        when the pass yielded no step (refused before it began: busy, changed, unknown)."""
+        if not self.agent:
+            return
         now = self.clock()
         spans = [self._work(attempted, start, now, None) for start, attempted in self.open.values()]
         self.root.end_ns = now

@@ -19,11 +19,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from synaptum_lite import (
     Agent,
+    ConfigurationChanged,
     ConfigurationError,
     MemoryCheckpointer,
     Session,
     SqliteCheckpointer,
     Usage,
+    Verdict,
 )
 from synaptum_lite.integrations.otel import (
     OtlpJsonFile,
@@ -177,6 +179,34 @@ def test_live_spans_are_the_journals_spans():
     assert sorted(map(key, live)) == sorted(map(key, journal))
     assert {attrs(s)["synaptum.time"] for s in live} == {"measured"}
     assert all(s.start_time <= s.end_time for s in live)
+
+
+def test_a_call_the_policy_refuses_has_its_span_live_and_from_the_journal():
+    store, live = MemoryCheckpointer(), InMemorySpanExporter()
+
+    def no_movements(proposal):
+        if proposal.tool == "ver_movimientos":
+            return Verdict.deny("no hoy")
+        return Verdict.allow()
+
+    gate = ScriptedGateway([responder] * 10, tools=TOOLS, policy=no_movements)
+    asyncio.run(drive(store, "r", gate=gate, exporter=live))
+    journal = rebuilt(store, "r")
+    refused = [s for s in journal if attrs(s).get("synaptum.decision.action") == "deny"]
+    assert [s.name for s in refused] == ["execute_tool ver_movimientos"]
+    assert refused[0].status.status_code.name == "ERROR"
+    assert sorted(s.context.span_id for s in live.get_finished_spans()) == sorted(
+        s.context.span_id for s in journal
+    )
+
+
+def test_a_pass_refused_before_it_began_sends_nothing():
+    store, live = MemoryCheckpointer(), InMemorySpanExporter()
+    asyncio.run(drive(store, "r"))
+    other = Agent("otro", model="guionizado", instructions="Otra cosa.", tools=TOOLS)
+    with pytest.raises(ConfigurationChanged):
+        asyncio.run(drive(store, "r", exporter=live, who=other))
+    assert live.get_finished_spans() == ()
 
 
 def test_a_delegation_sub_run_hangs_under_its_step():
