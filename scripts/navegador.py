@@ -48,6 +48,7 @@ NEEDS_A_PROCESS = {
     "18_runs_a_la_vez": "mata con SIGKILL un proceso hijo de verdad con varios runs dentro",
     "19_agente_remoto": "arranca un servidor A2A y mata con SIGKILL un proceso hijo de verdad",
     "23_presupuesto": "mata con SIGKILL un proceso hijo de verdad a mitad de un run con presupuesto",
+    "22_trazas_que_sobreviven": "mata con SIGKILL un proceso hijo de verdad que envía su traza",
 }
 
 #: Where the repository's files sit in Pyodide's file system; a notebook runs in

@@ -11,6 +11,7 @@ Here: `runs`, `show`, `resolve`, and `main`/`run`, which turn every failure into
 - `output.py`: printing, escaping what would steer a terminal, fitting text to columns.
 - `transfer.py`: the `export` and `import` commands.
 - `fork.py`: the `fork` command.
+- `traces.py`: `export --otel`, a run's trace rebuilt from its journal.
 - `runview.py`: the store a command names, and a run read as steps (nothing printed).
 """
 

@@ -8,6 +8,7 @@ import argparse
 
 from .output import STEERING
 from .runview import STATES, Failure
+from .traces import check_destination
 
 EXIT_CODES = """exit codes:
   0  done
@@ -94,12 +95,19 @@ def parser() -> argparse.ArgumentParser:
     forked.add_argument("new", metavar="NEW", help="the new run's id")
     forked.add_argument("--answer", metavar="TEXT", help="a person's answer at STEP (a model step)")
     forked.add_argument("--by", default="operator", help="who answers (default operator)")
-    export = command("export", "write a run as JSON lines to stdout")
+    export = command("export", "write a run as JSON lines to stdout (or its trace: --otel)")
     export.add_argument("run", metavar="RUN")
     export.add_argument(
         "--key-file",
         metavar="PATH",
         help="sign the export's digest chain with the key in this file (HMAC-SHA256)",
+    )
+    export.add_argument(
+        "--otel",
+        metavar="DEST",
+        help="send the run's trace instead, rebuilt from its journal (OpenTelemetry; needs the "
+        "otel extra): to an OTLP/HTTP receiver (DEST an http(s) URL, e.g. "
+        "http://127.0.0.1:4318) or appended to a file as OTLP/JSON lines",
     )
     imported = command("import", "read an exported run from stdin into STORE")
     imported.add_argument(
@@ -152,6 +160,8 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise Failure(2, f"{flag} is empty; name {name} (see synaptum-lite --help)")
     if getattr(args, "by", None) and STEERING.search(args.by):
         raise Failure(2, f"--by {args.by!r} holds a control character; give a name: --by ana")
+    if getattr(args, "otel", None) is not None:
+        check_destination(args)
     if getattr(args, "reason", "") and args.decision not in ("approve", "deny"):
         flag = f"--{args.decision or 'result'}"
         raise Failure(

@@ -21,9 +21,13 @@ from .. import CorruptJournal, NotAJournal
 from ..stores.transfer import RefusedExport, export_run, import_runs
 from .output import say, write
 from .runview import Failure, Store, read_run
+from .traces import command_export_otel
 
 
 async def command_export(args: argparse.Namespace, store: Store, width: int) -> None:
+    if args.otel is not None:
+        await command_export_otel(args, store)
+        return
     key = _key(args.key_file)
     await read_run(store, args.run, check_held=False)
     for line in await export_run(store.checkpointer, args.run, key=key):

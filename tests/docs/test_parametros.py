@@ -131,6 +131,9 @@ CASES = [
     Case("23", {"carpeta": NEW_FOLDER, "run_id": "presupuesto-2", "muere_tras": 4}),
     Case("23", {"muere_tras": 5}, refused="muere_tras", note="the budget stops the child first"),
     Case("23", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("llamadas.txt",)),
+    Case("22", {"carpeta": NEW_FOLDER, "run_id": "trazas-2", "muere": "ver_movimientos"}),
+    Case("22", {"muere": "notificar"}, refused="muere", note="not one of the agent's tools"),
+    Case("22", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("vivo-1.jsonl",)),
 ]
 
 

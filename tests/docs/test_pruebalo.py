@@ -335,6 +335,13 @@ EXPERIMENTOS = [
         parametros={"muere_tras": 3},
         se_ve=("3 llamadas al modelo", "modelo ×1"),
     ),
+        "22.pruebalo-antes",
+        parametros={"muere": "ver_saldo"},
+        se_ve=(
+            "reproducidos, enlazados con la vuelta 1: 1 de 1",
+            "lo que envió el hijo, con los mismos ids: 1 de 1",
+        ),
+    ),
 ]
 
 
