@@ -24,8 +24,7 @@ INICIO = (
     "<!-- no-afirma: sobre esta página — empieza el árbol generado -->"
 )
 FIN = (
-    "<!-- como-esta-hecho: fin --> "
-    "<!-- no-afirma: sobre esta página — acaba el árbol generado -->"
+    "<!-- como-esta-hecho: fin --> <!-- no-afirma: sobre esta página — acaba el árbol generado -->"
 )
 
 #: The folders around the core, in the order the tree shows them.

@@ -47,8 +47,10 @@ NEEDS_A_PROCESS = {
     "17_herramientas_mcp": "arranca un servidor MCP en otro proceso, que muere con SIGKILL",
     "18_runs_a_la_vez": "mata con SIGKILL un proceso hijo de verdad con varios runs dentro",
     "19_agente_remoto": "arranca un servidor A2A y mata con SIGKILL un proceso hijo de verdad",
-    "23_presupuesto": "mata con SIGKILL un proceso hijo de verdad a mitad de un run con presupuesto",
     "22_trazas_que_sobreviven": "mata con SIGKILL un proceso hijo de verdad que envía su traza",
+    "23_presupuesto": (
+        "mata con SIGKILL un proceso hijo de verdad a mitad de un run con presupuesto"
+    ),
 }
 
 #: Where the repository's files sit in Pyodide's file system; a notebook runs in

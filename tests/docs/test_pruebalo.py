@@ -335,6 +335,7 @@ EXPERIMENTOS = [
         parametros={"muere_tras": 3},
         se_ve=("3 llamadas al modelo", "modelo ×1"),
     ),
+    Experimento(
         "22.pruebalo-antes",
         parametros={"muere": "ver_saldo"},
         se_ve=(
