@@ -14,6 +14,7 @@ from .errors import (
     JournalError,
     LockFailed,
     McpServerLost,
+    MigrationRefused,
     NotAJournal,
     NothingToResolve,
     ProviderError,
@@ -34,8 +35,18 @@ from .errors import (
     ToolResultNotSerializable,
     UncertainEffect,
     UnsupportedFormat,
+    VersionNotHeld,
 )
-from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
+from .events import (
+    ApprovalStep,
+    DelegationStep,
+    FinalStep,
+    MigrationStep,
+    ModelStep,
+    Phase,
+    Step,
+    ToolStep,
+)
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
 from .messages import (
@@ -48,6 +59,7 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .migration import agent_for, migrate
 from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .stores.memory import MemoryCheckpointer
@@ -77,6 +89,8 @@ __all__ = [
     "McpServerLost",
     "MemoryCheckpointer",
     "Message",
+    "MigrationRefused",
+    "MigrationStep",
     "ModelRequest",
     "ModelResponse",
     "ModelStep",
@@ -121,7 +135,10 @@ __all__ = [
     "UnsupportedFormat",
     "Usage",
     "Verdict",
+    "VersionNotHeld",
+    "agent_for",
     "load_events",
+    "migrate",
     "run_usage",
     "tool",
 ]
