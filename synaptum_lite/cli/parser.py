@@ -15,7 +15,8 @@ EXIT_CODES = """exit codes:
      or a run in it is damaged (runs lists the others)
   2  bad usage: an unknown option, a bad URL or schema, conflicting options
   3  not found: no such file, run or step
-  4  the step is not waiting for that decision (nothing was written)
+  4  the step is not waiting for that decision, or the run cannot be migrated
+     (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
   6  stdout could not be written (a full disk; a reader that stops reading, as
      `| head` does, ends it quietly); what was written to the store stays
@@ -38,7 +39,7 @@ the chain are refused: export the run again with this version."""
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="synaptum-lite",
-        description="Read and resolve durable runs in a journal store.",
+        description="Read, resolve and migrate durable runs in a journal store.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -85,6 +86,16 @@ def parser() -> argparse.ArgumentParser:
     decision.add_argument("--result", metavar="TEXT", help="the effect happened; its result")
     resolve.add_argument("--reason", default="", help="why (with --approve or --deny only)")
     resolve.add_argument("--by", default="operator", help="who decides (default operator)")
+    migrate = command("migrate", "move an open run to another agent from its next step on")
+    migrate.add_argument("run", metavar="RUN")
+    migrate.add_argument(
+        "--to",
+        required=True,
+        metavar="MODULE:NAME",
+        help="the new agent: an Agent (or a function returning one) in a module importable "
+        "from here, as the worker imports it",
+    )
+    migrate.add_argument("--by", default="operator", help="who migrates (default operator)")
     export = command("export", "write a run as JSON lines to stdout")
     export.add_argument("run", metavar="RUN")
     export.add_argument(
@@ -110,7 +121,14 @@ def _width(text: str) -> int:
     return int(text)
 
 
-_NAMED = {"run": "RUN", "step": "STEP", "by": "--by", "reason": "--reason", "result": "--result"}
+_NAMED = {
+    "run": "RUN",
+    "step": "STEP",
+    "by": "--by",
+    "reason": "--reason",
+    "result": "--result",
+    "to": "--to",
+}
 
 
 def check_arguments(args: argparse.Namespace) -> None:
