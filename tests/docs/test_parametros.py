@@ -125,6 +125,9 @@ CASES = [
     Case("19", {"carpeta": NEW_FOLDER, "run_id": "remoto-2"}),
     Case("19", {"muere": "dentro"}, refused="muere", note="not one of the two kill points"),
     Case("19", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("21", {"carpeta": NEW_FOLDER, "run_id": "viejo", "run_id_migrado": "migrado"}),
+    Case("21", {"run_id_migrado": "pedido-1"}, refused="run_id_migrado", note="the same run"),
+    Case("21", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
 ]
 
 
