@@ -24,7 +24,6 @@ from synaptum_lite import (
     Risk,
     RunBusy,
     Session,
-    SqliteCheckpointer,
     ToolStep,
     Verdict,
     VersionNotHeld,
@@ -35,8 +34,18 @@ from synaptum_lite import (
 )
 from synaptum_lite.testing import ScriptedGateway
 
-from .agents import HERRAMIENTAS, TASK, cajero, cajero_v2, consultar_saldo, notificar, responder
+from .agents import (
+    HERRAMIENTAS,
+    TASK,
+    cajero,
+    cajero_v2,
+    consultar_saldo,
+    notificar,
+    open_store,
+    responder,
+)
 from .busy_child import held_elsewhere
+from .test_kill import STORE_KINDS, store_in
 
 ANSWER = "Transferidos 100,00 € y avisado el cliente."
 
@@ -333,13 +342,16 @@ def test_a_run_suspended_for_approval_migrates_and_is_asked_nothing_twice():
     ] == "000005-tool"
 
 
-def test_a_held_run_is_not_migrated_while_another_process_drives_it(tmp_path: Path):
-    database = tmp_path / "runs.db"
-    with held_elsewhere(str(database), "pago", tmp_path / "suelta"):
+@pytest.mark.posix_signals
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_held_run_is_not_migrated_while_another_process_drives_it(tmp_path: Path, kind: str):
+    store = store_in(kind, tmp_path)
+    with held_elsewhere(store, "pago", tmp_path / "suelta"):
         with pytest.raises(RunBusy):
-            run(migrate(SqliteCheckpointer(database), "pago", cajero_v2(), by="ana"))
+            run(migrate(open_store(store), "pago", cajero_v2(), by="ana"))
+    # the driver let go and finished its run: nothing of a migration was written meanwhile
     assert not any(
-        isinstance(e, MigrationStep) for e in run(load_events(SqliteCheckpointer(database), "pago"))
+        isinstance(e, MigrationStep) for e in run(load_events(open_store(store), "pago"))
     )
 
 
