@@ -16,6 +16,7 @@ from .errors import (
     JournalError,
     LockFailed,
     McpServerLost,
+    MigrationRefused,
     NotAJournal,
     NothingToResolve,
     ProviderError,
@@ -36,8 +37,18 @@ from .errors import (
     ToolResultNotSerializable,
     UncertainEffect,
     UnsupportedFormat,
+    VersionNotHeld,
 )
-from .events import ApprovalStep, DelegationStep, FinalStep, ModelStep, Phase, Step, ToolStep
+from .events import (
+    ApprovalStep,
+    DelegationStep,
+    FinalStep,
+    MigrationStep,
+    ModelStep,
+    Phase,
+    Step,
+    ToolStep,
+)
 from .forking import Forked, NewEffect, fork
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
@@ -51,6 +62,7 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .migration import agent_for, migrate
 from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .stores.memory import MemoryCheckpointer
@@ -85,6 +97,8 @@ __all__ = [
     "McpServerLost",
     "MemoryCheckpointer",
     "Message",
+    "MigrationRefused",
+    "MigrationStep",
     "ModelRequest",
     "ModelResponse",
     "ModelStep",
@@ -131,8 +145,11 @@ __all__ = [
     "UnsupportedFormat",
     "Usage",
     "Verdict",
+    "VersionNotHeld",
+    "agent_for",
     "fork",
     "load_events",
+    "migrate",
     "run_usage",
     "tool",
 ]

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from .agent_arguments import check_limits, checked_parts
+from .errors import ConfigurationError
 from .events import Step
 from .execution import Delegate, as_tool
 from .loop import Plan, TextFragment, drive
@@ -25,8 +26,10 @@ class Agent:
     one run. `max_tool_output` caps each tool result where it enters the context.
     `delegates` are sub-agents the model can call like tools (`description` is how this agent
     is presented when it is a delegate); each call is a durable step running a sub-run of
-    its own. Everything but `max_steps` is the agent's *configuration*: a run refuses to
-    resume under a different one.
+    its own. `version` labels this configuration, so that a worker holding several versions
+    resumes each run on the one that started it (`agent_for`). Everything but `max_steps` is
+    the agent's *configuration*: a run refuses to resume under a different one, unless an
+    operator migrated it there (`migrate`).
     """
 
     def __init__(
@@ -41,6 +44,7 @@ class Agent:
         max_tool_output: int | None = None,
         delegates: Iterable[Delegate] = (),
         description: str | None = None,
+        version: str | None = None,
     ) -> None:
         tools_by_name, delegates_by_name = checked_parts(
             name,
@@ -50,7 +54,12 @@ class Agent:
             tools=tools,
             delegates=delegates,
         )
+        if version is not None and (not isinstance(version, str) or not version.strip()):
+            raise ConfigurationError(
+                f"agent {name!r}: version must be None or a non-empty str, got {version!r:.80}"
+            )
         self.name = name
+        self.version = version
         self.model = model
         self.instructions = instructions
         self.tools: dict[str, Tool] = tools_by_name
@@ -71,13 +80,16 @@ class Agent:
         )
 
     def __repr__(self) -> str:
-        return f"Agent({self.name!r}, model={self.model!r}, tools={list(self.tools)})"
+        version = f", version={self.version!r}" if self.version is not None else ""
+        return f"Agent({self.name!r}{version}, model={self.model!r}, tools={list(self.tools)})"
 
     @property
     def configuration(self) -> dict[str, Any]:
         """What a journal records of the agent that started a run, and checks on resume."""
         return {
             "name": self.name,
+            # only when given: journals of agents without a version keep their header
+            **({"version": self.version} if self.version is not None else {}),
             "model": self.model,
             "instructions": self.instructions,
             "tools": {name: t.fingerprint() for name, t in self.tools.items()},

@@ -17,6 +17,7 @@ from .events import (
     ApprovalStep,
     DelegationStep,
     FinalStep,
+    MigrationStep,
     ModelStep,
     Phase,
     Step,
@@ -95,6 +96,11 @@ def _step(run_id: str, record: Record, attempted: Step | None, replayed: bool) -
             reason=data.get("reason"),
             usage=Usage.from_json(data.get("usage", {})),
         )
+    if cls is MigrationStep:
+        changed, configuration = data["changed"], data["configuration"]
+        if not isinstance(changed, dict) or not isinstance(configuration, dict):
+            raise ValueError("a migration's configuration and changes must be JSON objects")
+        return MigrationStep(**common, by=data["by"], configuration=configuration, changed=changed)
     if phase is not Phase.ATTEMPTED and attempted is None:
         raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
     if cls is ModelStep:

@@ -21,6 +21,8 @@
     │       └── StoreProtocolError     a store server answered what none does (in http_client)
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
+    ├── VersionNotHeld                 no agent given has the version a run runs on
+    ├── MigrationRefused               a run that cannot be moved to another configuration
     ├── ReplayDivergence               the journal holds another step at this position
     ├── UncertainEffect                a non-idempotent tool may or may not have run
     ├── ToolResultNotSerializable      a tool returned what cannot be journaled
@@ -210,19 +212,18 @@ class RunBusy(SynaptumError):
 
 
 class ConfigurationChanged(SynaptumError):
-    """The agent resuming a run is not configured like the one that started it."""
+    """The agent resuming a run is not configured like the one the run runs on."""
 
     def __init__(self, run_id: str, changes: dict[str, tuple[Any, Any]]) -> None:
         self.run_id, self.changes = run_id, changes
         described = "; ".join(
-            _tools_changed(before, after)
-            if name == "tools"
-            else f"{name}: journaled {before!r}, now {after!r}"
-            for name, (before, after) in changes.items()
+            _tools_changed(*c) if n == "tools" else f"{n}: journaled {c[0]!r}, now {c[1]!r}"
+            for n, c in changes.items()
         )
         super().__init__(
-            f"run {run_id!r} was started by an agent configured differently ({described}); "
-            "a journal never mixes two configurations: start a new run_id for the new agent"
+            f"run {run_id!r} runs on an agent configured differently ({described}); "
+            "a journal never mixes two configurations: resume it on the agent that started it "
+            "(agent_for), migrate it (synaptum-lite migrate), or start a new run_id"
         )
 
     @property
@@ -233,24 +234,36 @@ class ConfigurationChanged(SynaptumError):
 
 def _tools_changed(before: list[str], after: list[str]) -> str:
     """The tools gone, new, and declared otherwise (a name in both lists), in words."""
-    kinds = {
-        "gone": set(before) - set(after),
-        "new": set(after) - set(before),
-        "declared otherwise (description, parameters, risk or idempotency)": {*before} & {*after},
-    }
-    return "tools: " + ", ".join(
-        f"{kind} {sorted(names)!r}" for kind, names in kinds.items() if names
-    )
+    both = "declared otherwise (description, parameters, risk or idempotency)"
+    kinds = {"gone": {*before} - {*after}, "new": {*after} - {*before}, both: {*before} & {*after}}
+    return "tools: " + ", ".join(f"{k} {sorted(v)!r}" for k, v in kinds.items() if v)
+
+
+class VersionNotHeld(SynaptumError):
+    """None of the agents a worker holds has the name and version a run runs on (`agent_for`)."""
+
+    def __init__(self, run_id: str, recorded: str, held: list[str]) -> None:
+        self.run_id, self.recorded, self.held = run_id, recorded, held
+        super().__init__(
+            f"run {run_id!r} runs on {recorded}; the agents held are {', '.join(held) or 'none'}"
+            ": deploy that version beside the new one until its runs end, or migrate the run"
+        )
+
+
+class MigrationRefused(SynaptumError):
+    """A run cannot be moved to another configuration; `reason` says why and what to do."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id, self.reason = run_id, reason
+        super().__init__(f"run {run_id!r} cannot be migrated: {reason}; nothing was written")
 
 
 class ReplayDivergence(SynaptumError):
     """The journal holds, at a position, a different step than the loop now produces."""
 
     def __init__(self, run_id: str, step_id: str, recorded: str, produced: str) -> None:
-        self.run_id = run_id
-        self.step_id = step_id
-        self.recorded = recorded
-        self.produced = produced
+        self.run_id, self.step_id = run_id, step_id
+        self.recorded, self.produced = recorded, produced
         super().__init__(
             f"run {run_id!r} diverges from its journal at step {step_id}: the journal "
             f"recorded {recorded}, the agent now produces {produced}; nothing was executed. "
@@ -283,11 +296,8 @@ class ToolResultNotSerializable(SynaptumError):
     def __init__(
         self, run_id: str, step_id: str, tool: str, value_type: str, problem: str | None = None
     ) -> None:
-        self.run_id = run_id
-        self.step_id = step_id
-        self.tool = tool
-        self.value_type = value_type
-        self.problem = problem
+        self.run_id, self.step_id, self.tool = run_id, step_id, tool
+        self.value_type, self.problem = value_type, problem
         returned = f"a {value_type}" + (f" ({problem})" if problem else "")
         super().__init__(
             f"run {run_id!r}, step {step_id}: tool {tool!r} returned {returned}, which "

@@ -207,6 +207,24 @@ class FinalStep(Step):
         return data
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrationStep(Step):
+    """An operator moved the run to another configuration (`migrate`): the steps after this
+    position run on `configuration`; `changed` names each field that changed, as
+    `[before, after]` (for `tools`: the names gone or redeclared, and the names new or
+    redeclared). It occupies a position of its own, and is never work to redo."""
+
+    kind: ClassVar[str] = "migration"
+    phase: Phase = Phase.COMPLETED
+    by: str
+    configuration: dict[str, Any]
+    changed: dict[str, list[Any]]
+
+    def payload(self) -> dict[str, Any]:
+        return {"by": self.by, "configuration": self.configuration, "changed": self.changed}
+
+
 KINDS: dict[str, type[Step]] = {
-    cls.kind: cls for cls in (ModelStep, ToolStep, DelegationStep, ApprovalStep, FinalStep)
+    cls.kind: cls
+    for cls in (ModelStep, ToolStep, DelegationStep, ApprovalStep, FinalStep, MigrationStep)
 }

@@ -17,6 +17,7 @@ from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect, quo
 from .events import (
     ApprovalStep,
     FinalStep,
+    MigrationStep,
     ModelStep,
     Phase,
     Step,
@@ -97,6 +98,9 @@ class Journal:
         self.checkpointer = checkpointer
         self.steps = steps
         self.position = 0
+        # the first position after the last migration: the steps before it were made on an
+        # earlier configuration, so their requests are not compared with this agent's
+        self.cut = max((p + 1 for p, h in steps.items() if h.kind == "migration"), default=0)
 
     @classmethod
     async def open(
@@ -104,8 +108,10 @@ class Journal:
     ) -> tuple[Journal, FinalStep | None]:
         """Open the run's journal, starting it if new. Returns the final step of a closed run.
 
-        Raises `ConfigurationChanged` when the run was started by an agent configured otherwise
-        (or for another task), and `ReplayDivergence` when a tool the journal used is gone.
+        Raises `ConfigurationChanged` when the run runs on another configuration (the one
+        that started it, or the last one it was migrated to) or another task, and
+        `ReplayDivergence` when a tool the journal used is gone. A closed run also returns
+        its final step to the configuration that started it: it calls nothing.
         """
         state = await checkpointer.load(run_id)
         if state.header is None:
@@ -113,39 +119,48 @@ class Journal:
                 run_id, {"format": FORMAT_VERSION, "agent": configuration, "task": task}
             )
             return cls(run_id, checkpointer, {}), None
-        recorded = state.header["agent"]
-        changes = {
-            name: (recorded.get(name), configuration.get(name))
-            for name in configuration
-            if name != "tools" and recorded.get(name) != configuration.get(name)
-        }
-        if state.header.get("task") != task:
-            changes["task"] = (state.header.get("task"), task)
-        tools_changed = recorded.get("tools") != configuration["tools"]
-        if state.closed:  # returned without reading the journal, but never to another agent
-            if tools_changed:
-                changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
-            if changes:
-                raise ConfigurationChanged(run_id, changes)
-            return cls(run_id, checkpointer, {}), state.final
+        same_task = state.header.get("task") == task
+        if state.closed and same_task and not differences(state.header["agent"], configuration):
+            return cls(run_id, checkpointer, {}), state.final  # without reading the journal
         # read back as replayed: a completed step is yielded as it is, never copied
-        steps = index(decode_all(run_id, await checkpointer.records(run_id), replayed=True))
-        if tools_changed:  # a journaled call to a tool that is gone names its step
-            _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
-            changes["tools"] = _tool_changes(recorded["tools"], configuration["tools"])
+        events = decode_all(run_id, await checkpointer.records(run_id), replayed=True)
+        recorded = in_effect(state.header["agent"], events)
+        changes = differences(recorded, configuration)
+        tools = changes.pop("tools", None)
+        if not same_task:
+            changes["task"] = (state.header.get("task"), task)
+        steps = index(events)
+        if tools is not None:  # a journaled call to a tool that is gone names its step
+            if not state.closed:
+                _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
+            changes["tools"] = tools
         if changes:
             raise ConfigurationChanged(run_id, changes)
+        if state.closed:
+            return cls(run_id, checkpointer, {}), state.final
         return cls(run_id, checkpointer, steps), None
 
     def peek(self) -> StepHistory | None:
         """What the journal holds at the next position, without minting a step."""
         return self.steps.get(self.position)
 
+    def passed_migrations(self) -> list[MigrationStep]:
+        """The migrations journaled at the next position, stepped over: an operator's events
+        have positions of their own, and are never work of the loop's."""
+        passed = []
+        while (history := self.steps.get(self.position)) is not None and isinstance(
+            history.completed, MigrationStep
+        ):
+            passed.append(history.completed)
+            self.position += 1
+        return passed
+
     def next_step(self, kind: str) -> tuple[str, StepHistory | None]:
         """Mint the next step's id and return what the journal holds at its position.
 
         Raises `ReplayDivergence` when the journal holds a step of another kind there.
         """
+        self.passed_migrations()
         position = self.position
         self.position += 1
         new_id = step_id(position, kind)
@@ -172,6 +187,8 @@ class Journal:
     ) -> None:
         """Raise `ReplayDivergence` when the journal's model call was made on another context."""
         recorded = history and (history.completed or history.attempted)
+        if parse_step_id(model_id)[0] < self.cut:
+            return  # made on the configuration before a migration: another request by design
         if isinstance(recorded, ModelStep) and recorded.fingerprint != fingerprint:
             raise ReplayDivergence(
                 self.run_id, model_id, "a model call on another context", "a different context"
@@ -212,6 +229,30 @@ class Journal:
         if isinstance(decided, ApprovalStep):
             return decided.as_replayed()
         return request.as_replayed()
+
+
+def in_effect(started: dict[str, Any], events: list[Step]) -> dict[str, Any]:
+    """The configuration a run runs on: the one that `started` it, or the last one an operator
+    migrated it to."""
+    configuration = started
+    for event in events:
+        if isinstance(event, MigrationStep):
+            configuration = event.configuration
+    return configuration
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Each field of two configurations that differs, as `(before, after)`; for `tools`, the
+    names gone or redeclared and the names new or redeclared. Tools come last."""
+    names = [*after, *(name for name in before if name not in after)]
+    changes = {
+        name: (before.get(name), after.get(name))
+        for name in names
+        if name != "tools" and before.get(name) != after.get(name)
+    }
+    if before.get("tools") != after.get("tools"):
+        changes["tools"] = _tool_changes(before.get("tools") or {}, after.get("tools") or {})
+    return changes
 
 
 def _tool_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:

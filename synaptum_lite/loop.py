@@ -135,6 +135,8 @@ async def drive(plan: Plan, task: str, session: Session, *, streaming: bool) -> 
             if problem is not None:  # an invalid typed answer: the model reads why, anew
                 context.add_feedback(problem)
                 continue
+            for migration in journal.passed_migrations():
+                yield migration
             yield await finish(run, text=answer.text, output=output)
             return
         # the last step on disk, which may lie past where this pass stopped: a run resumed
@@ -149,6 +151,8 @@ async def drive(plan: Plan, task: str, session: Session, *, streaming: bool) -> 
 async def model_step(run: Run) -> AsyncGenerator[Step | TextFragment]:
     """Check the journal → call the model → record its response."""
     run.answer = None
+    for migration in run.journal.passed_migrations():  # an operator's, read as it is
+        yield migration
     refusal = review_model_call(run)
     if refusal is not None:
         yield await finish(run, reason=refusal)
@@ -241,6 +245,8 @@ def review_model_call(run: Run) -> str | None:
 
 async def tool_step(run: Run, call: ToolCall) -> AsyncGenerator[Step]:
     """Check the policy and the journal → run the tool (or refuse it) → record the outcome."""
+    for migration in run.journal.passed_migrations():  # an operator's, read as it is
+        yield migration
     kind = "delegate" if call.name in run.plan.delegates else "tool"
     refusal: Decision | None = None
     history = run.journal.peek()

@@ -1,5 +1,5 @@
 """The operator's command line, `synaptum-lite`: list runs, read one, resolve what waits for a
-person, export and import. Built on the package's public API only.
+person, migrate a run to a new agent, export and import. Built on the package's public API only.
 
 A store is a SQLite file or a PostgreSQL URL (`postgresql://user@host/db`, with the schema
 after `#` or in `--schema`). Output is plain text 80 columns wide, or as wide as `--width`,
@@ -7,6 +7,7 @@ after `#` or in `--schema`). Output is plain text 80 columns wide, or as wide as
 name, and a password in a URL is never printed.
 
 Here: `runs`, `show`, `resolve`, and `main`/`run`, which turn every failure into an exit code.
+- `migrate.py`: the `migrate` command, and how a migration's changes are said.
 - `parser.py`: the arguments, `--help` and its exit codes, the checks of bad usage.
 - `output.py`: printing, escaping what would steer a terminal, fitting text to columns.
 - `transfer.py`: the `export` and `import` commands.
@@ -31,6 +32,7 @@ from .. import (
     CorruptJournal,
     FinalStep,
     LocalGateway,
+    MigrationStep,
     ModelStep,
     NothingToResolve,
     Phase,
@@ -42,6 +44,7 @@ from .. import (
     Usage,
 )
 from .fork import command_fork
+from .migrate import changes, command_migrate
 from .output import OutputLost, columns, cut, json_line, pad, printable, say, token_counts, write
 from .parser import check_arguments, parser
 from .runview import (
@@ -142,8 +145,9 @@ async def _each(rows: Iterable[Row]) -> AsyncIterator[Row]:
 
 async def command_show(args: argparse.Namespace, store: Store, width: int) -> None:
     run = await read_run(store, args.run)
-    agent = field_of(run.header, "agent")
-    say(f"run {run.run_id} · agent {agent.get('name')} · model {agent.get('model')}")
+    agent = run.agent  # the one it was started with, or its last migration's
+    version = f" · version {agent['version']}" if agent.get("version") is not None else ""
+    say(f"run {run.run_id} · agent {agent.get('name')}{version} · model {agent.get('model')}")
     say(cut(f"task: {run.header.get('task', '')}", width))
     source = field_of(run.header, "forked_from")
     if source:  # its steps before `at` are a copy of that run's
@@ -152,12 +156,13 @@ async def command_show(args: argparse.Namespace, store: Store, width: int) -> No
     state = run.state + (f" ({run.detail})" if run.state == "closed" else "")
     say(f"{state} · {run.events} events · tokens in/out {token_counts(run.usage)}")
     say()
-    say(f"{'STEP':<16}{'PHASES':<8}WHAT")
-    indent = " " * 24
+    column = max([16, *(len(s.step_id) + 2 for s in run.steps)])  # a migration's id is longer
+    say(f"{'STEP':<{column}}{'PHASES':<8}WHAT")
+    indent = " " * (column + 8)
     for step in run.steps:
         phases = " ".join(e.phase.value[0] for e in step.events)
         what, notes = _describe(step, args.times, run.held)
-        say(cut(f"{step.step_id:<16}{phases:<8}{what}", width).rstrip())
+        say(cut(f"{step.step_id:<{column}}{phases:<8}{what}", width).rstrip())
         for note in notes:
             say(cut(indent + note, width))
 
@@ -197,6 +202,8 @@ def _describe(step: StepView, times: bool, held: bool = False) -> tuple[str, lis
                 notes.append(f"answered by {event.replaced_by} in place of the model (a fork)")
     if isinstance(first, FinalStep):
         what = first.reason or "answered"
+    if isinstance(first, MigrationStep):  # the steps after it run on the new configuration
+        what, notes = f"migrated by {first.by}", changes(first)
     if isinstance(first, ApprovalStep) and first.reason:
         notes.insert(0, f"asks approval: {first.reason}")
     if (step.waiting or step.inside) and held:
@@ -294,6 +301,7 @@ COMMANDS = {
     "show": command_show,
     "resolve": command_resolve,
     "fork": command_fork,
+    "migrate": command_migrate,
     "export": command_export,
     "import": command_import,
 }

@@ -17,7 +17,8 @@ EXIT_CODES = """exit codes:
   2  bad usage: an unknown option, a bad URL or schema, conflicting options,
      a fork onto a run id that exists or an answer at a step not the model's
   3  not found: no such file, run or step
-  4  the step is not waiting for that decision (nothing was written)
+  4  the step is not waiting for that decision, or the run cannot be migrated
+     (nothing was written)
   5  a driver holds the run now (nothing was written): wait for it, or stop it
   6  stdout could not be written (a full disk; a reader that stops reading, as
      `| head` does, ends it quietly); what was written to the store stays
@@ -40,7 +41,7 @@ the chain are refused: export the run again with this version."""
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="synaptum-lite",
-        description="Read and resolve durable runs in a journal store.",
+        description="Read, resolve and migrate durable runs in a journal store.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -95,6 +96,16 @@ def parser() -> argparse.ArgumentParser:
     forked.add_argument("new", metavar="NEW", help="the new run's id")
     forked.add_argument("--answer", metavar="TEXT", help="a person's answer at STEP (a model step)")
     forked.add_argument("--by", default="operator", help="who answers (default operator)")
+    migrate = command("migrate", "move an open run to another agent from its next step on")
+    migrate.add_argument("run", metavar="RUN")
+    migrate.add_argument(
+        "--to",
+        required=True,
+        metavar="MODULE:NAME",
+        help="the new agent: an Agent (or a function returning one) in a module importable "
+        "from here, as the worker imports it",
+    )
+    migrate.add_argument("--by", default="operator", help="who migrates (default operator)")
     export = command("export", "write a run as JSON lines to stdout (or its trace: --otel)")
     export.add_argument("run", metavar="RUN")
     export.add_argument(
@@ -135,6 +146,7 @@ _NAMED = {
     "reason": "--reason",
     "result": "--result",
     "answer": "--answer",
+    "to": "--to",
 }
 
 

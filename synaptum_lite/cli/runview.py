@@ -17,6 +17,7 @@ from .. import (
     Checkpointer,
     DelegationStep,
     FinalStep,
+    MigrationStep,
     ModelStep,
     Phase,
     SqliteCheckpointer,
@@ -167,6 +168,7 @@ class RunView:
     final: FinalStep | None
     usage: Usage
     held: bool = False
+    agent: dict[str, Any] = field(default_factory=dict)  # the configuration it runs on now
 
     @property
     def state(self) -> str:
@@ -195,7 +197,11 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
     if state.header is None:
         raise Failure(3, f"no run {quoted(run_id)} in {store.label}; list them: synaptum-lite runs")
     events = await load_events(store.checkpointer, run_id)
-    tools = field_of(field_of(state.header, "agent"), "tools")
+    # what a tool is declared as, in the configuration the run runs on now (a migration's)
+    agent = field_of(state.header, "agent")
+    for event in events:
+        agent = event.configuration if isinstance(event, MigrationStep) else agent
+    tools = field_of(agent, "tools")
     steps: dict[str, StepView] = {}
     for event in events:
         steps.setdefault(event.step_id, StepView(event.step_id)).events.append(event)
@@ -204,6 +210,7 @@ async def read_run(store: Store, run_id: str, *, check_held: bool = True) -> Run
         await _sub_run_waits(store, view)
     usage = usage_of(events)
     run = RunView(run_id, state.header, len(events), list(steps.values()), state.final, usage)
+    run.agent = agent
     if check_held and not run.final:
         run.held = await is_held(store, run_id)
     return run

@@ -2,14 +2,16 @@
 
 Also run as a child process by the kill tests:
 `python -m tests.core.agents STORE RUN_ID EFFECTS [--die-at N] [--stop-at N] [--die-in TOOL]
-[--operator]`.
+[--operator] [--pinned]`.
 STORE is a SQLite file, or a PostgreSQL URL with the schema after `#`
 (`postgresql://user@host:port/db#schema`).
 `--die-at N` SIGKILLs the process right after it receives the N-th step; `--stop-at N` stops
 iterating there instead, closes the run and exits normally; `--stall-in TOOL`
 hangs inside TOOL after its effect, holding the run; `--die-in TOOL`
 SIGKILLs it inside TOOL, after its effect and before the step completes; `--operator` resolves
-an uncertain effect the way a person would: by looking whether the effect happened.
+an uncertain effect the way a person would: by looking whether the effect happened;
+`--pinned` drives the run on the version it runs on, of the two this worker holds
+(`cajero()` and `cajero_v2()`, found with `agent_for`).
 Effects are counted in a file of their own (one line per execution), so they survive a
 SIGKILL and can be counted by another process.
 """
@@ -37,6 +39,7 @@ from synaptum_lite import (
     SqliteCheckpointer,
     ToolContext,
     UncertainEffect,
+    agent_for,
     tool,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says
@@ -104,6 +107,17 @@ def cajero() -> Agent:
     )
 
 
+def cajero_v2() -> Agent:
+    """The cashier after a deploy: other instructions, the same tools, a version label."""
+    return Agent(
+        "cajero",
+        model="guionizado",
+        instructions="Opera con cuidado y confirma cada paso.",
+        tools=HERRAMIENTAS,
+        version="v2",
+    )
+
+
 def double() -> ScriptedGateway:
     return ScriptedGateway([responder] * 20, tools=HERRAMIENTAS)
 
@@ -130,14 +144,23 @@ def open_store(location: str) -> Checkpointer:
 
 
 async def drive(
-    store: str, run_id: str, die_at: int | None, operator: bool, stop_at: int | None = None
+    store: str,
+    run_id: str,
+    die_at: int | None,
+    operator: bool,
+    stop_at: int | None = None,
+    pinned: bool = False,
 ) -> None:
     gateway = double()
     session = Session(run_id, gateway, open_store(store))
+    agent = cajero()
+    if pinned:
+        agent = await agent_for(session.checkpointer, run_id, [cajero(), cajero_v2()])
+        print(f"agent {agent.version}")
     seen = 0
     while True:
         try:
-            steps = cajero().run(TASK, session=session)
+            steps = agent.run(TASK, session=session)
             async with contextlib.aclosing(steps):
                 async for step in steps:
                     seen += 1
@@ -186,9 +209,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--die-in")
     parser.add_argument("--stall-in")
     parser.add_argument("--operator", action="store_true")
+    parser.add_argument("--pinned", action="store_true")
     args = parser.parse_args(argv)
     EFFECTS, DIE_IN, STALL_IN = args.effects, args.die_in, args.stall_in
-    asyncio.run(drive(args.store, args.run_id, args.die_at, args.operator, args.stop_at))
+    asyncio.run(
+        drive(args.store, args.run_id, args.die_at, args.operator, args.stop_at, args.pinned)
+    )
 
 
 if __name__ == "__main__":

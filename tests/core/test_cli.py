@@ -351,7 +351,8 @@ def test_help_documents_every_exit_code() -> None:
 def test_every_command_escalar_shows_runs_as_written(tmp_path: Path) -> None:
     """Escalar's *Operar* table, each line run by a shell as a person types it (without
     `uv run`, which only picks this environment), in a fresh copy of a folder whose runs.db
-    holds pedido-1 (an uncertain transfer at 000003-tool) and pedido-2 (an approval asked)."""
+    holds pedido-1 (an uncertain transfer at 000003-tool) and pedido-2 (an approval asked), and
+    the module a worker would import the cashier's next version from."""
     from tests.docs.test_commands import shown_commands
 
     template = tmp_path / "carpeta"
@@ -362,10 +363,13 @@ def test_every_command_escalar_shows_runs_as_written(tmp_path: Path) -> None:
     (template / "pedido-1.jsonl").write_text(
         cli("export", "runs.db", "pedido-1", cwd=template).stdout
     )
+    # the worker's module, which `migrate --to agentes:cajero_v2` imports from the folder
+    (template / "agentes.py").write_text("from tests.core.agents import cajero_v2\n")
     environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment['PATH']}"
+    environment["PYTHONPATH"] = str(ROOT)
     commands = shown_commands()["docs/escalar.md"]
-    assert len(commands) == 8, commands
+    assert len(commands) == 9, commands
     for number, command in enumerate(commands):
         folder = shutil.copytree(template, tmp_path / f"copia-{number}")
         shell = command.removeprefix("uv run ")

@@ -9,9 +9,11 @@ import pytest
 from synaptum_lite import (
     Agent,
     Checkpointer,
+    ConfigurationChanged,
     ConfigurationError,
     FinalStep,
     JournalError,
+    MigrationRefused,
     ModelResponse,
     ModelStep,
     Phase,
@@ -25,7 +27,9 @@ from synaptum_lite import (
     ToolStep,
     Usage,
     Verdict,
+    agent_for,
     load_events,
+    migrate,
     tool,
 )
 from synaptum_lite.testing import ScriptedGateway, calls
@@ -624,3 +628,25 @@ def test_start_with_writes_a_run_whole_or_not_at_all(store_factory):
     refused, written, state = run(scenario())
     assert refused.header is None  # nothing of it: not even its header
     assert written == state.next_seq == 1 and state.header == HEADER
+
+
+def test_a_migration_is_one_event_every_store_keeps_and_a_pinned_resume_reads(store_factory):
+    """Pinning and migration on every store: the version found from the journal, the
+    migration journaled as one event, read back by another checkpointer on the same store,
+    and the run finished there on the new agent, paying only what was left."""
+    from .agents import cajero, cajero_v2
+    from .test_migration import ANSWER, drive
+
+    held = [cajero(), cajero_v2()]
+    run(drive(cajero(), store_factory(), "r", stop_at=8))
+    assert run(agent_for(store_factory(), "r", held)).version is None
+    migration = run(migrate(store_factory(), "r", cajero_v2(), by="operadora"))
+    events = run(load_events(store_factory(), "r"))
+    assert events[-1] == migration and len(events) == 9
+    assert run(agent_for(store_factory(), "r", held)).version == "v2"
+    with pytest.raises(ConfigurationChanged):
+        run(drive(cajero(), store_factory(), "r"))
+    steps, double = run(drive(cajero_v2(), store_factory(), "r"))
+    assert steps[-1].output == ANSWER and (double.model_calls, double.tool_calls) == (2, 1)
+    with pytest.raises(MigrationRefused, match="it is closed"):
+        run(migrate(store_factory(), "r", cajero(), by="operadora"))

@@ -163,6 +163,7 @@ COMMANDS: dict[str, How] = {
     "uv run synaptum-lite runs runs.db": OPERAR,
     "uv run synaptum-lite runs runs.db --state waiting": OPERAR,
     "uv run synaptum-lite show runs.db pedido-1": OPERAR,
+    "uv run synaptum-lite migrate runs.db pedido-2 --to agentes:cajero_v2 --by ana": OPERAR,
     'uv run synaptum-lite resolve runs.db pedido-1 000003-tool --result "hecha" --by ana': OPERAR,
     "uv run synaptum-lite resolve runs.db pedido-1 000003-tool --retry --by ana": OPERAR,
     'uv run synaptum-lite resolve runs.db pedido-2 000003-approval --deny --reason "no" --by ana': OPERAR,  # noqa: E501

@@ -134,6 +134,9 @@ CASES = [
     Case("22", {"carpeta": NEW_FOLDER, "run_id": "trazas-2", "muere": "ver_movimientos"}),
     Case("22", {"muere": "notificar"}, refused="muere", note="not one of the agent's tools"),
     Case("22", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("vivo-1.jsonl",)),
+    Case("21", {"carpeta": NEW_FOLDER, "run_id": "viejo", "run_id_migrado": "migrado"}),
+    Case("21", {"run_id_migrado": "pedido-1"}, refused="run_id_migrado", note="the same run"),
+    Case("21", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
 ]
 
 

@@ -169,6 +169,12 @@ EXPERIMENTOS = [
         se_ve=("journal: 2 eventos", "ConfigurationChanged · fields ['tools']"),
     ),
     Experimento(
+        "21.pruebalo-sin-v1",
+        linea=("fijar", "en_el_trabajador = [v1, v2]", "en_el_trabajador = [v2]"),
+        se_para=("fijar", "VersionNotHeld"),
+        se_ve=("runs on 'cajero' version 'v1'; the agents held are 'cajero' version 'v2'",),
+    ),
+    Experimento(
         "08.pruebalo-otro-almacen",
         linea=(
             "b-reanuda",

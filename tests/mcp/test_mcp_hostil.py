@@ -177,7 +177,8 @@ def test_annotations_changed_between_passes_do_not_make_an_attempted_step_retrya
     assert changed.value.changes == {"tools": (["h__enviar"], ["h__enviar"])}
     assert str(changed.value).endswith(
         "declared otherwise (description, parameters, risk or idempotency) ['h__enviar']); "
-        "a journal never mixes two configurations: start a new run_id for the new agent"
+        "a journal never mixes two configurations: resume it on the agent that started it "
+        "(agent_for), migrate it (synaptum-lite migrate), or start a new run_id"
     )
     assert count(tmp_path / "efectos.jsonl", "enviar") == 1
     with pytest.raises(UncertainEffect):  # the same word as before: a person decides
