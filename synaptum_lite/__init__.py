@@ -11,12 +11,10 @@ from .errors import (
     ConfigurationError,
     CorruptJournal,
     DamagedStore,
-    ForkRefused,
     InvalidToolCall,
     JournalError,
     LockFailed,
     McpServerLost,
-    MigrationRefused,
     NotAJournal,
     NothingToResolve,
     ProviderError,
@@ -37,7 +35,6 @@ from .errors import (
     ToolResultNotSerializable,
     UncertainEffect,
     UnsupportedFormat,
-    VersionNotHeld,
 )
 from .events import (
     ApprovalStep,
@@ -49,7 +46,7 @@ from .events import (
     Step,
     ToolStep,
 )
-from .forking import Forked, NewEffect, fork
+from .forking import Forked, ForkRefused, NewEffect, fork
 from .gateway import Gateway, LocalGateway
 from .loop import TextFragment
 from .messages import (
@@ -62,7 +59,7 @@ from .messages import (
     ToolSpec,
     Usage,
 )
-from .migration import agent_for, migrate
+from .migration import MigrationRefused, VersionNotHeld, agent_for, migrate
 from .policy import Action, Proposal, Verdict
 from .session import RetryPolicy, Session
 from .stores.memory import MemoryCheckpointer

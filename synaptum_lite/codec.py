@@ -73,6 +73,13 @@ def decode(
         raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
 
 
+def _migration(common: dict[str, Any], data: dict[str, Any]) -> MigrationStep:
+    changed, configuration = data["changed"], data["configuration"]
+    if not isinstance(changed, dict) or not isinstance(configuration, dict):
+        raise ValueError("a migration's configuration and changes must be JSON objects")
+    return MigrationStep(**common, by=data["by"], configuration=configuration, changed=changed)
+
+
 def _step(run_id: str, record: Record, attempted: Step | None, replayed: bool) -> Step:
     """`decode`'s work; a stored form it cannot read raises whatever reading it raised."""
     kind = parse_step_id(record.step_id)[1]
@@ -97,10 +104,7 @@ def _step(run_id: str, record: Record, attempted: Step | None, replayed: bool) -
             usage=Usage.from_json(data.get("usage", {})),
         )
     if cls is MigrationStep:
-        changed, configuration = data["changed"], data["configuration"]
-        if not isinstance(changed, dict) or not isinstance(configuration, dict):
-            raise ValueError("a migration's configuration and changes must be JSON objects")
-        return MigrationStep(**common, by=data["by"], configuration=configuration, changed=changed)
+        return _migration(common, data)
     if phase is not Phase.ATTEMPTED and attempted is None:
         raise ValueError(f"a {phase.value} {kind} event without an attempted one before it")
     if cls is ModelStep:

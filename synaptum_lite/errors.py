@@ -13,7 +13,7 @@
     │   ├── DamagedStore               the store's file is damaged: nothing more is written to it
     │   ├── LockFailed                 the store cannot lock a run (not because it is held)
     │   ├── StoreForbidden             the store's server refuses what the journal needs
-    │   ├── ForkRefused                a fork that cannot be made as asked (nothing written)
+    │   ├── ForkRefused                a fork that cannot be made as asked (in forking)
     │   └── StoreUnavailable           the store went away (connection lost, disk error)
     │       ├── StoreFull              the disk holding the store is full
     │       ├── StoreUnreachable       it cannot be connected to at all (down, wrong URL)
@@ -21,8 +21,8 @@
     │       └── StoreProtocolError     a store server answered what none does (in http_client)
     ├── RunBusy                        another driver holds the run
     ├── ConfigurationChanged           the agent differs from the one that started the run
-    ├── VersionNotHeld                 no agent given has the version a run runs on
-    ├── MigrationRefused               a run that cannot be moved to another configuration
+    ├── VersionNotHeld                 no agent has the version a run runs on (in migration)
+    ├── MigrationRefused               a run that cannot move to another agent (in migration)
     ├── ReplayDivergence               the journal holds another step at this position
     ├── UncertainEffect                a non-idempotent tool may or may not have run
     ├── ToolResultNotSerializable      a tool returned what cannot be journaled
@@ -177,15 +177,6 @@ class StoreForbidden(JournalError):
         )
 
 
-class ForkRefused(JournalError):
-    """`fork` refused; nothing was written. `reason` is `busy`, `no run`, `taken` (the new
-    run id exists), `no step` or `not a model step`; the message names the bad value."""
-
-    def __init__(self, run_id: str, reason: str, problem: str) -> None:
-        self.run_id, self.reason, self.problem = run_id, reason, problem
-        super().__init__(f"cannot fork run {run_id!r}: {problem}; nothing was written")
-
-
 class StoreReplaced(StoreUnavailable):
     """The journal file was replaced or deleted under a store that had it open."""
 
@@ -237,25 +228,6 @@ def _tools_changed(before: list[str], after: list[str]) -> str:
     both = "declared otherwise (description, parameters, risk or idempotency)"
     kinds = {"gone": {*before} - {*after}, "new": {*after} - {*before}, both: {*before} & {*after}}
     return "tools: " + ", ".join(f"{k} {sorted(v)!r}" for k, v in kinds.items() if v)
-
-
-class VersionNotHeld(SynaptumError):
-    """None of the agents a worker holds has the name and version a run runs on (`agent_for`)."""
-
-    def __init__(self, run_id: str, recorded: str, held: list[str]) -> None:
-        self.run_id, self.recorded, self.held = run_id, recorded, held
-        super().__init__(
-            f"run {run_id!r} runs on {recorded}; the agents held are {', '.join(held) or 'none'}"
-            ": deploy that version beside the new one until its runs end, or migrate the run"
-        )
-
-
-class MigrationRefused(SynaptumError):
-    """A run cannot be moved to another configuration; `reason` says why and what to do."""
-
-    def __init__(self, run_id: str, reason: str) -> None:
-        self.run_id, self.reason = run_id, reason
-        super().__init__(f"run {run_id!r} cannot be migrated: {reason}; nothing was written")
 
 
 class ReplayDivergence(SynaptumError):

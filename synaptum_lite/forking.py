@@ -17,11 +17,20 @@ from typing import Any, NamedTuple
 
 from .checkpointer import Checkpointer
 from .codec import Record, check_run_id, decode_all, encode
-from .errors import ConfigurationError, ForkRefused, RunBusy
+from .errors import ConfigurationError, JournalError, RunBusy
 from .events import DelegationStep, ModelStep, Phase, Step, ToolStep, parse_step_id
 from .messages import ModelResponse, Usage, check_text
 
 _ANOTHER = "choose another new run id"
+
+
+class ForkRefused(JournalError):
+    """`fork` refused; nothing was written. `reason` is `busy`, `no run`, `taken` (the new
+    run id exists), `no step` or `not a model step`; the message names the bad value."""
+
+    def __init__(self, run_id: str, reason: str, problem: str) -> None:
+        self.run_id, self.reason, self.problem = run_id, reason, problem
+        super().__init__(f"cannot fork run {run_id!r}: {problem}; nothing was written")
 
 
 class NewEffect(NamedTuple):

@@ -14,7 +14,7 @@ from typing import Any
 from .agent import Agent
 from .checkpointer import Checkpointer, load_events
 from .codec import check_run_id
-from .errors import ConfigurationError, MigrationRefused, VersionNotHeld
+from .errors import ConfigurationError, SynaptumError
 from .events import ApprovalStep, MigrationStep, ModelStep, ToolStep, step_id
 from .journal import StepHistory, differences, in_effect, index
 from .messages import check_text
@@ -47,6 +47,25 @@ async def agent_for(checkpointer: Checkpointer, run_id: str, agents: Iterable[Ag
         if label == recorded:
             return agent
     raise VersionNotHeld(run_id, recorded, labels)
+
+
+class VersionNotHeld(SynaptumError):
+    """None of the agents a worker holds has the name and version a run runs on (`agent_for`)."""
+
+    def __init__(self, run_id: str, recorded: str, held: list[str]) -> None:
+        self.run_id, self.recorded, self.held = run_id, recorded, held
+        super().__init__(
+            f"run {run_id!r} runs on {recorded}; the agents held are {', '.join(held) or 'none'}"
+            ": deploy that version beside the new one until its runs end, or migrate the run"
+        )
+
+
+class MigrationRefused(SynaptumError):
+    """A run cannot be moved to another configuration; `reason` says why and what to do."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id, self.reason = run_id, reason
+        super().__init__(f"run {run_id!r} cannot be migrated: {reason}; nothing was written")
 
 
 def _label(configuration: dict[str, Any]) -> str:
