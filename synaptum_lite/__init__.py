@@ -61,6 +61,7 @@ from .messages import (
 )
 from .migration import MigrationRefused, VersionNotHeld, agent_for, migrate
 from .policy import Action, Proposal, Verdict
+from .prompt import Sampling, Template
 from .session import RetryPolicy, Session
 from .stores.memory import MemoryCheckpointer
 from .tools import Risk, Tool, ToolContext, tool
@@ -117,6 +118,7 @@ __all__ = [
     "RunBusy",
     "RunState",
     "RunUsage",
+    "Sampling",
     "Session",
     "Spent",
     "SqliteCheckpointer",
@@ -128,6 +130,7 @@ __all__ = [
     "StoreUnavailable",
     "StoreUnreachable",
     "SynaptumError",
+    "Template",
     "TextFragment",
     "Tool",
     "ToolCall",

@@ -14,6 +14,7 @@ from .execution import Delegate, as_tool
 from .loop import Plan, TextFragment, drive
 from .messages import check_text
 from .output import OutputFormat
+from .prompt import Sampling, Template
 from .session import Session
 from .tools import Risk, Tool
 
@@ -26,10 +27,11 @@ class Agent:
     one run. `max_tool_output` caps each tool result where it enters the context.
     `delegates` are sub-agents the model can call like tools (`description` is how this agent
     is presented when it is a delegate); each call is a durable step running a sub-run of
-    its own. `version` labels this configuration, so that a worker holding several versions
-    resumes each run on the one that started it (`agent_for`). Everything but `max_steps` is
-    the agent's *configuration*: a run refuses to resume under a different one, unless an
-    operator migrated it there (`migrate`).
+    its own. `instructions` may be a `Template` (named and versioned); `sampling` sets the
+    model's temperature, top_p and seed on every request. `version` labels this configuration,
+    so that a worker holding several versions resumes each run on the one that started it
+    (`agent_for`). Everything but `max_steps` is the agent's *configuration*: a run refuses
+    to resume under a different one, unless an operator migrated it there (`migrate`).
     """
 
     def __init__(
@@ -37,7 +39,7 @@ class Agent:
         name: str,
         *,
         model: str,
-        instructions: str,
+        instructions: str | Template,
         tools: Iterable[Tool] = (),
         output: type | None = None,
         max_steps: int = 25,
@@ -45,7 +47,11 @@ class Agent:
         delegates: Iterable[Delegate] = (),
         description: str | None = None,
         version: str | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
+        self.template = instructions if isinstance(instructions, Template) else None
+        if isinstance(instructions, Template):
+            instructions = instructions.render()
         tools_by_name, delegates_by_name = checked_parts(
             name,
             model=model,
@@ -60,6 +66,12 @@ class Agent:
             )
         self.name = name
         self.version = version
+        if sampling is not None and not isinstance(sampling, Sampling):
+            raise ConfigurationError(
+                f"agent {name!r}: sampling must be None or a Sampling(temperature=..., "
+                f"top_p=..., seed=...), got {sampling!r:.80}"
+            )
+        self.sampling = sampling
         self.model = model
         self.instructions = instructions
         self.tools: dict[str, Tool] = tools_by_name
@@ -86,12 +98,16 @@ class Agent:
     @property
     def configuration(self) -> dict[str, Any]:
         """What a journal records of the agent that started a run, and checks on resume."""
+        # each only when given: journals of agents without them keep the header they had
+        template = self.template and {"name": self.template.name, "version": self.template.version}
+        sampling = self.sampling and self.sampling.to_json()
         return {
             "name": self.name,
-            # only when given: journals of agents without a version keep their header
             **({"version": self.version} if self.version is not None else {}),
             "model": self.model,
+            **({"template": template} if template else {}),
             "instructions": self.instructions,
+            **({"sampling": sampling} if sampling else {}),
             "tools": {name: t.fingerprint() for name, t in self.tools.items()},
             "output": self._output.schema,
             "max_tool_output": self.max_tool_output,
@@ -135,4 +151,5 @@ class Agent:
             specs=self._specs,
             max_steps=self.max_steps,
             max_tool_output=self.max_tool_output,
+            sampling=self.sampling,
         )

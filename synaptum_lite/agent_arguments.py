@@ -36,7 +36,7 @@ def checked_parts(
             )
     if not isinstance(instructions, str):
         raise ConfigurationError(
-            f"agent {name!r}: instructions must be a str (the system prompt), got "
+            f"agent {name!r}: instructions must be a str (the system prompt) or a Template, got "
             f"{type(instructions).__name__} {instructions!r:.80}"
         )
     if description is not None and not isinstance(description, str):

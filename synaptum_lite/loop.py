@@ -49,6 +49,7 @@ from .messages import (
 )
 from .output import OutputFormat
 from .policy import Action, Proposal, Verdict
+from .prompt import Sampling
 from .session import Session
 from .tools import Tool, ToolContext
 
@@ -81,6 +82,7 @@ class Plan:
     specs: tuple[ToolSpec, ...]  # the tools' schemas, as the model reads them
     max_steps: int
     max_tool_output: int | None
+    sampling: Sampling | None = None  # sent with each request; in `configuration` too
 
 
 @dataclass
@@ -202,7 +204,8 @@ async def call_model(run: Run, model_id: str) -> AsyncGenerator[ModelResponse | 
     """The model's response to the context, retried with backoff on retryable errors only;
     streamed as fragments first when the caller streams."""
     session = run.session
-    request = ModelRequest(run.plan.model, tuple(run.context.messages), run.plan.specs)
+    plan = run.plan
+    request = ModelRequest(plan.model, tuple(run.context.messages), plan.specs, plan.sampling)
     for call_number in range(1, session.retry.max_attempts + 1):
         try:
             if not run.streaming:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationError
+from .prompt import Sampling
 
 
 class Role(enum.Enum):
@@ -155,6 +156,7 @@ class ModelRequest:
     model: str
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
+    sampling: Sampling | None = None  # in the configuration a resume checks, not in the hash
 
     def fingerprint(self) -> str:
         """A short stable hash of the request, journaled to verify re-derivation.

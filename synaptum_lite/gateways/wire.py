@@ -33,6 +33,8 @@ def request_body(request: ModelRequest, model: str | None) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = [{"type": "function", "function": t.to_json()} for t in request.tools]
+    if request.sampling is not None:
+        body.update(request.sampling.to_json())
     return body
 
 

@@ -156,6 +156,30 @@ def _la_configuracion_es_lo_que_dice_la_pagina() -> None:
     }
 
 
+@afirmacion("conceptos.plantilla-y-muestreo")
+def _plantilla_y_muestreo_entran_en_la_configuracion() -> None:
+    from synaptum_lite import ModelRequest, Sampling
+    from synaptum_lite.gateways.wire import request_body
+    from tests.core import test_prompt
+
+    test_prompt.test_a_template_is_filled_by_safe_rules_and_the_model_reads_the_filled_text()
+    test_prompt.test_a_new_version_of_the_template_is_refused_by_name()
+    test_prompt.test_a_text_changed_under_the_same_version_is_refused_by_name()
+    test_prompt.test_a_changed_temperature_is_refused_by_name()
+    with tempfile.TemporaryDirectory() as folder:
+        byte_for_byte = test_prompt.test_an_agent_without_template_or_sampling_keeps_its_header_and_export_byte_for_byte  # noqa: E501
+        byte_for_byte(Path(folder))
+    # what the HTTP adapter sends (tests/http/test_sampling.py sees it arrive at a server)
+    sampled = ModelRequest("m", (), (), Sampling(temperature=0.3, top_p=0.9, seed=7))
+    assert request_body(sampled, None) == {
+        "model": "m",
+        "messages": [],
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "seed": 7,
+    }
+
+
 @afirmacion("conceptos.protocolos")
 async def _cualquier_objeto_con_esos_metodos_sirve() -> None:
     class Puerta:  # inherits from nothing: it only has the methods
