@@ -342,6 +342,14 @@ EXPERIMENTOS = [
         se_ve=("3 llamadas al modelo", "modelo ×1"),
     ),
     Experimento(
+        "25.pruebalo-journal-interno",
+        parametros={"journal_interno": True},
+        se_ve=(
+            "viaje-1-herramienta-corte/000001-tool, 5 eventos en runs.db",
+            "dentro ×1 · buscar_vuelos ×0",
+        ),
+    ),
+    Experimento(
         "22.pruebalo-antes",
         parametros={"muere": "ver_saldo"},
         se_ve=(
