@@ -140,6 +140,15 @@ CASES = [
     Case("21", {"carpeta": NEW_FOLDER, "run_id": "viejo", "run_id_migrado": "migrado"}),
     Case("21", {"run_id_migrado": "pedido-1"}, refused="run_id_migrado", note="the same run"),
     Case("21", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case(
+        "26",
+        {"carpeta": NEW_FOLDER, "run_id": "c-1", "run_trampa": "c-2", "quitar": "crear_pedido"},
+    ),
+    Case(
+        "26", {"quitar": "consultar_factura"}, refused="quitar", note="one of the five pedido tools"
+    ),
+    Case("26", {"run_trampa": "catalogo-1"}, refused="run_trampa", note="the same run as run_id"),
+    Case("26", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
 ]
 
 

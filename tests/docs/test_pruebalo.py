@@ -357,6 +357,11 @@ EXPERIMENTOS = [
             "lo que envió el hijo, con los mismos ids: 1 de 1",
         ),
     ),
+    Experimento(
+        "26.pruebalo-quitar-otra",
+        parametros={"quitar": "borrar_pedido"},
+        se_ve=("P-1043: en el almacén desde el 5 de marzo",),
+    ),
 ]
 
 
