@@ -204,6 +204,7 @@ KIND_LABELS: dict[str, str] = {
     "tool": "una herramienta",
     "delegate": "una delegación",
     "approval": "una aprobación",
+    "migration": "una migración",
     "final": "el paso final",
 }
 #: The cases a resume can find a step in, as the figure names them (Spanish).
