@@ -137,6 +137,10 @@ CASES = [
     Case("21", {"carpeta": NEW_FOLDER, "run_id": "viejo", "run_id_migrado": "migrado"}),
     Case("21", {"run_id_migrado": "pedido-1"}, refused="run_id_migrado", note="the same run"),
     Case("21", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("24", {"carpeta": NEW_FOLDER, "run_id": "cadena-9", "run_id_al_reanudar": "otra"}),
+    Case("24", {"run_id_al_reanudar": "cadena-1"}, refused="run_id_al_reanudar", note="same"),
+    Case("24", {"run_id": "cadena/1"}, refused="run_id", note="/ names a subrun"),
+    Case("24", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("efectos.jsonl",)),
 ]
 
 
