@@ -308,13 +308,20 @@ def paginas_de_afirmaciones() -> str:
     return _wrap(said) + " " + _claim("paginas-de-afirmaciones")
 
 
+#: A word that, at the start of a line, Markdown reads as a list item or a heading ("25." of
+#: "de los 25."): it stays at the end of the line before, a little over the width.
+_MARKER_AT_LINE_START = re.compile(r"\d+[.)]|[-*+#>]")
+
+
 def _wrap(text: str, width: int = 96) -> str:
     """`text` in lines of at most `width` characters, broken at spaces outside inline code (a
-    command in backticks stays on one line, as a reader copies it)."""
+    command in backticks stays on one line, as a reader copies it), and never before a word
+    Markdown would read as a list item or a heading."""
     words = re.findall(r"(?:`[^`]*`|[^\s`])+", text)
     lines: list[str] = []
     for word in words:
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
+        fits = lines and len(lines[-1]) + 1 + len(word) <= width
+        if fits or (lines and _MARKER_AT_LINE_START.fullmatch(word)):
             lines[-1] += " " + word
         else:
             lines.append(word)

@@ -51,6 +51,7 @@ NEEDS_A_PROCESS = {
     "23_presupuesto": (
         "mata con SIGKILL un proceso hijo de verdad a mitad de un run con presupuesto"
     ),
+    "24_agentes_en_cadena": "mata con SIGKILL un proceso hijo de verdad entre dos eslabones",
 }
 
 #: Where the repository's files sit in Pyodide's file system; a notebook runs in

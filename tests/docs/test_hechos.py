@@ -138,3 +138,13 @@ def test_a_notebook_that_kills_only_in_its_pruebalo_runs_in_the_browser() -> Non
         if p.name[:2] in notebooks_that_kill() and not hechos.kills_in_teaching(p)
     ]
     assert set(only_there) <= set(browser_notebooks())
+
+
+def test_a_wrapped_fact_never_starts_a_line_that_markdown_reads_as_a_list_item() -> None:
+    # "corren en el navegador 15 de los 25." broken before "25." made that line an ordered
+    # list item, and the paragraph's claim marker fell into it.
+    text = "x" * 89 + " de los 25. " + "y" * 94 + " - un guion " + "z" * 94 + " # y nada más."
+    lines = hechos._wrap(text, width=96).split("\n")
+    assert lines[0].endswith(" de los 25.") and len(lines[0]) > 96, lines
+    for line in lines:
+        assert not re.match(r"\d+[.)]\s|[-*+#>]\s", line), lines

@@ -149,6 +149,10 @@ CASES = [
     ),
     Case("26", {"run_trampa": "catalogo-1"}, refused="run_trampa", note="the same run as run_id"),
     Case("26", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("runs.db",)),
+    Case("24", {"carpeta": NEW_FOLDER, "run_id": "cadena-9", "run_id_al_reanudar": "otra"}),
+    Case("24", {"run_id_al_reanudar": "cadena-1"}, refused="run_id_al_reanudar", note="same"),
+    Case("24", {"run_id": "cadena/1"}, refused="run_id", note="/ names a subrun"),
+    Case("24", {"carpeta": NEW_FOLDER}, refused="carpeta", already_there=("efectos.jsonl",)),
 ]
 
 

@@ -350,6 +350,11 @@ EXPERIMENTOS = [
         ),
     ),
     Experimento(
+        "24.pruebalo-otro-prefijo",
+        parametros={"run_id_al_reanudar": "cadena-2"},
+        se_ve=("modelo ×2", "leer_acta ×2"),
+    ),
+    Experimento(
         "22.pruebalo-antes",
         parametros={"muere": "ver_saldo"},
         se_ve=(
