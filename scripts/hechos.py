@@ -198,9 +198,11 @@ def cuadernos() -> str:
         said += f" Sin medir aún: {_bare(unmeasured)}."
     if slow:
         slow_kill = [n for n in slow if n in kill]
-        said += f" Tardan {TIME_CLASSES[0][0]:g} s o más {_numbers(slow)}"
+        one = len(slow) == 1
+        said += f" {'Tarda' if one else 'Tardan'} {TIME_CLASSES[0][0]:g} s o más {_numbers(slow)}"
         said += (
-            "; todos matan un proceso de verdad y esperan a que otro proceso siga."
+            f"; {'mata' if one else 'todos matan'} un proceso de verdad y "
+            f"{'espera' if one else 'esperan'} a que otro proceso siga."
             if slow_kill == slow
             else "."
         )
