@@ -39,6 +39,14 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(NO_SIGKILL)
 
 
+@pytest.fixture(autouse=True)
+def _no_store_server_outlives_its_test():
+    yield
+    servers = sys.modules.get("tests.core.http_store")  # loaded only by tests that start one
+    if servers is not None:
+        servers.stop_all()
+
+
 def pytest_configure(config):
     # The reference's docstrings are claims (tests/docs/referencia_afirmaciones.py): a test
     # bound to one must pass in the same session. The plugin records what ran and decides.

@@ -35,6 +35,17 @@ async def until_free(store: Checkpointer, run_id: str) -> None:
         await asyncio.sleep(0.05)
 
 
+#: Every server started and not yet stopped. tests/conftest.py stops them when the test that
+#: started one ends: a server started through another module's helper (`test_kill.store_in`,
+#: imported by the budget, migration and race tests) outlived its test before, and the suite.
+RUNNING: list[StoreServer] = []
+
+
+def stop_all() -> None:
+    while RUNNING:
+        RUNNING[-1].stop()
+
+
 class StoreServer:
     """A store server over the SQLite file `db` (or `memory=True`, or `postgres="URL#schema"`),
     started at once."""
@@ -54,6 +65,8 @@ class StoreServer:
         self.process = self._start(port)
 
     def _start(self, port: int) -> subprocess.Popen[str]:
+        if self not in RUNNING:
+            RUNNING.append(self)  # stopped at the end of the test that started it, at the latest
         store = ["--memory"] if self.memory else ["--db", str(self.db)]
         if self.postgres:
             url, _, schema = self.postgres.partition("#")
@@ -88,6 +101,8 @@ class StoreServer:
         self.process = self._start(self.port)
 
     def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(BOUND)
