@@ -41,10 +41,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _no_store_server_outlives_its_test():
-    yield
+    # A store server a test started stops when the test ends; one its module's fixtures started
+    # (set up before this fixture: test_kill's store for every kill point) stops with the module
+    # or, at the latest, with the session (pytest_sessionfinish).
     servers = sys.modules.get("tests.core.http_store")  # loaded only by tests that start one
+    before = list(servers.RUNNING) if servers is not None else []
+    yield
+    servers = sys.modules.get("tests.core.http_store")
     if servers is not None:
-        servers.stop_all()
+        servers.stop_all(keep=before)
 
 
 def pytest_configure(config):
@@ -54,6 +59,9 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    servers = sys.modules.get("tests.core.http_store")
+    if servers is not None:
+        servers.stop_all()
     took = store.stop_embedded()
     if took is not None:
         _stopped_in.append(took)

@@ -35,15 +35,17 @@ async def until_free(store: Checkpointer, run_id: str) -> None:
         await asyncio.sleep(0.05)
 
 
-#: Every server started and not yet stopped. tests/conftest.py stops them when the test that
-#: started one ends: a server started through another module's helper (`test_kill.store_in`,
-#: imported by the budget, migration and race tests) outlived its test before, and the suite.
+#: Every server started and not yet stopped. tests/conftest.py stops each when the test that
+#: started it ends (one a module's fixture started, with the session at the latest): a server
+#: started through another module's helper (`test_kill.store_in`, imported by the budget,
+#: migration and race tests) outlived its test before, and the suite.
 RUNNING: list[StoreServer] = []
 
 
-def stop_all() -> None:
-    while RUNNING:
-        RUNNING[-1].stop()
+def stop_all(keep: list[StoreServer] | tuple[()] = ()) -> None:
+    """Stop every running server but those in `keep`."""
+    for server in [s for s in RUNNING if s not in keep]:
+        server.stop()
 
 
 class StoreServer:
