@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.docs import referencia_afirmaciones
+from tests.docs import afirmaciones_sesion, referencia_afirmaciones
 from tests.postgres import store
 from tests.real import NO_SERVER
 
@@ -56,6 +56,8 @@ def pytest_configure(config):
     # The reference's docstrings are claims (tests/docs/referencia_afirmaciones.py): a test
     # bound to one must pass in the same session. The plugin records what ran and decides.
     config.pluginmanager.register(referencia_afirmaciones.Plugin(config), "referencia")
+    # So are some pages' sentences: their tests, selected in the session, are not run twice.
+    config.pluginmanager.register(afirmaciones_sesion.Plugin(config), "afirmaciones-sesion")
 
 
 def pytest_sessionfinish(session, exitstatus):

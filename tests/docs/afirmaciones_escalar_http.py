@@ -1,6 +1,7 @@
 """The checks of the claims of *Escalar*'s section «Un almacén detrás de HTTP»: tests of
 tests/core against real store server processes, each run once in a pytest process of its own
-(`afirmaciones_paginas._run_once`). Imported by `afirmaciones_paginas`, which registers them.
+(`afirmaciones_paginas._run_once`), or held by the session that ran them (`afirmaciones_sesion`).
+Imported by `afirmaciones_paginas`, which registers them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import io
 import tomllib
 
 from scripts.pages import REPO
+from tests.docs import afirmaciones_sesion
 from tests.docs.afirmaciones_md import afirmacion
 from tests.docs.afirmaciones_paginas import _run_once, _tests_pass
 
@@ -56,11 +58,34 @@ def _passed(claim: str) -> int:
     return _tests_pass(HTTP_STORE_TESTS, "tests", claim)
 
 
-def _cases_through_the_server(path: str) -> dict[str, list[str]]:
-    """Every case of `path` on the HTTP store (`-k http`), run once: test → outcomes."""
+#: Whole files whose cases on the HTTP store (`-k http`) back claims, and the claims.
+THROUGH_THE_SERVER = {
+    "tests/core/test_conformance.py": ["escalar.http-conformidad"],
+    "tests/core/test_kill.py": ["escalar.http-conformidad", "escalar.http-muertes"],
+}
+
+
+def _cases_through_the_server(path: str) -> dict[str, int]:
+    """Every case of `path` on the HTTP store (`-k http`), asserted to pass: test → how many.
+
+    Run once in a pytest process of their own, unless the session selected them (and every
+    other bound test): then its verdict asserts they passed (`afirmaciones_sesion`)."""
+    assert path in THROUGH_THE_SERVER, f"{path}: name it in THROUGH_THE_SERVER"
+    counts: dict[str, int] = {}
+    selected = afirmaciones_sesion.selected_cases(afirmaciones_sesion.Cases(path, store="http"))
+    if selected is not None:
+        for nodeid in selected:
+            name = nodeid.split("::")[1].split("[")[0]
+            counts[name] = counts.get(name, 0) + 1
+        assert counts, f"{path}: no case on the HTTP store in this session"
+        return counts
     outcomes = _run_once((path, "-k", "http"))
     assert outcomes, f"{path} -k http ran nothing"
-    return {name: found for name, found in outcomes.items() if "[" not in name}
+    for name, found in outcomes.items():
+        if "[" not in name:
+            assert set(found) == {"passed"}, f"{path}::{name}: {found}"
+            counts[name] = len(found)
+    return counts
 
 
 @afirmacion("escalar.http-servidor")
@@ -93,9 +118,7 @@ def _cada_garantia_contra_un_servidor_de_verdad() -> dict:
 def _la_bateria_de_conformidad_y_la_de_cada_frontera_a_traves_del_servidor() -> dict:
     ran = 0
     for path in ("tests/core/test_conformance.py", "tests/core/test_kill.py"):
-        for name, found in _cases_through_the_server(path).items():
-            assert set(found) == {"passed"}, f"{path}::{name}: {found}"
-            ran += len(found)
+        ran += sum(_cases_through_the_server(path).values())
     return {"casos": ran}
 
 
@@ -134,7 +157,7 @@ def _las_muertes_contadas() -> dict:
     from tests.core import test_http_store
 
     kills = _cases_through_the_server("tests/core/test_kill.py")
-    through = sum(len(kills[name]) for name in KILLING)
-    assert all(set(kills[name]) == {"passed"} for name in KILLING), kills
+    assert all(kills.get(name) for name in KILLING), kills
+    through = sum(kills[name] for name in KILLING)
     assert _passed("escalar.http-candado") and _passed("escalar.http-fallos")
     return {"rondas": test_http_store.KILLS, "fronteras": through}

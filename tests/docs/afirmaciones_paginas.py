@@ -26,6 +26,7 @@ from pathlib import Path
 
 from scripts import hechos
 from scripts.pages import DOCS, REPO, property_notebooks, read_notebook, source_of
+from tests.docs import afirmaciones_sesion
 from tests.docs.afirmaciones_md import afirmacion
 
 README = REPO / "README.md"
@@ -397,7 +398,19 @@ def _run_once(ids: tuple[str, ...]) -> dict[str, list[str]]:
 
 def _tests_pass(group: dict[str, tuple[str, ...]], folder: str, claim: str) -> int:
     """Assert that every test `group[claim]` names (`file::function`, or `file::function[case]`
-    for one case) ran and passed, all of the group's tests run once together; how many cases."""
+    for one case) ran and passed, all of the group's tests run once together; how many cases.
+
+    In a session that selected them all, they are not run again: how many cases the session
+    selected, and the session's verdict asserts that each passed (`afirmaciones_sesion`)."""
+    if afirmaciones_sesion.deferring():
+        ran = 0
+        for test in group[claim]:
+            found = afirmaciones_sesion.selected_cases(
+                afirmaciones_sesion.Cases(f"{folder}/{test}")
+            )
+            assert found, f"{test}: not in this session"
+            ran += len(found)
+        return ran
     ids = tuple(sorted({f"{folder}/{t}" for tests in group.values() for t in tests}))
     outcomes = _run_once(ids)
     ran = 0
@@ -407,6 +420,25 @@ def _tests_pass(group: dict[str, tuple[str, ...]], folder: str, claim: str) -> i
         assert found and set(found) == {"passed"}, f"{test}: {found or 'did not run'}"
         ran += len(found)
     return ran
+
+
+def bound_cases() -> dict[afirmaciones_sesion.Cases, list[str]]:
+    """Every test a page claim is bound to (`_tests_pass`, and the HTTP store's cases of whole
+    files), with the claims it backs: what a session that selected them all must see pass."""
+    from tests.docs import afirmaciones_escalar_http as escalar_http
+
+    bound: dict[afirmaciones_sesion.Cases, list[str]] = {}
+    for folder, group in [
+        ("tests/http", HTTP_TESTS),
+        ("tests", PG_TESTS),
+        ("tests", escalar_http.HTTP_STORE_TESTS),
+    ]:
+        for claim, names in group.items():
+            for test in names:
+                bound.setdefault(afirmaciones_sesion.Cases(f"{folder}/{test}"), []).append(claim)
+    for path, claims in escalar_http.THROUGH_THE_SERVER.items():
+        bound.setdefault(afirmaciones_sesion.Cases(path, store="http"), []).extend(claims)
+    return bound
 
 
 def _http_tests_pass(claim: str) -> int:
@@ -890,7 +922,11 @@ def _carga_arranca_procesos_que_gastan_cpu() -> dict:
     default = re.search(r"--hogs.*?default[: ]+(\d+)", " ".join(shown.getvalue().split()))
     assert default is not None, shown.getvalue()
     assert "/proc/loadavg" in inspect.getsource(carga)
-    return {"hogs": int(default.group(1))}
+    # the warm-up waits for the load it is given before the first run (8 here, as the page)
+    readings = iter([2.0, 5.0, 8.3])
+    load, _ = carga.warm_up(8, read=lambda: next(readings), sleep=lambda _: None)
+    assert load == 8.3
+    return {"hogs": int(default.group(1)), "espera": 8}
 
 
 # ── Escalar: the HTTP store (registered by importing its module) ──────────────────────────
