@@ -64,3 +64,23 @@ def _state(pid: str) -> str | None:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         return None
+
+
+def test_the_warm_up_waits_for_the_load_and_gives_up_at_its_bound():
+    from scripts import carga
+
+    readings = iter([1.0, 4.0, 7.5, 9.0])
+    naps: list[float] = []
+    load, waited = carga.warm_up(7.0, read=lambda: next(readings), sleep=naps.append)
+    assert (load, waited) == (7.5, 2 * carga.SAMPLE_EVERY) and len(naps) == 2
+    never = carga.warm_up(7.0, bound=3 * carga.SAMPLE_EVERY, read=lambda: 1.0, sleep=naps.append)
+    assert never == (1.0, 3 * carga.SAMPLE_EVERY)
+    assert carga.warm_up(7.0, read=lambda: None, sleep=naps.append) == (None, 0.0)
+
+
+def test_a_warm_up_short_of_its_load_says_so_and_runs_anyway():
+    done = _carga("--hogs", "0", "--warm-up", "0", "--times", "1", "--", sys.executable, "-c", "")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("[carga] warm-up: load ")
+    refused = _carga("--warm-up", "nan", "--", sys.executable, "-c", "")
+    assert refused.returncode == 2 and "--warm-up must be a load average" in refused.stderr
