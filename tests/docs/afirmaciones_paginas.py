@@ -929,6 +929,7 @@ def _carga_arranca_procesos_que_gastan_cpu() -> dict:
     return {"hogs": int(default.group(1)), "espera": 8}
 
 
-# ── Escalar: the HTTP store (registered by importing its module) ──────────────────────────
+# ── Escalar's HTTP store, and Otros sistemas' upstream examples (registered by importing) ──
 
 import tests.docs.afirmaciones_escalar_http  # noqa: E402, F401
+import tests.docs.afirmaciones_otros  # noqa: E402, F401
