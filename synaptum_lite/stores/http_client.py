@@ -70,12 +70,16 @@ class _Hold:
     response: Any  # httpx.Response, streaming
     chunks: Any  # the answer's bytes, read up to the first line
     loop: asyncio.AbstractEventLoop  # where it was taken, and must be let go
+    client: Any  # the hold's own httpx.AsyncClient: `close` of the others leaves it open
 
     async def close(self) -> None:
         try:
             await self.chunks.aclose()
         finally:
-            await self.response.aclose()
+            try:
+                await self.response.aclose()
+            finally:
+                await self.client.aclose()
 
     def abandon(self) -> None:
         """End the connection without its event loop (closed): shut its socket down."""
@@ -199,11 +203,15 @@ class HttpCheckpointer:
         """Open the hold's request; the function that releases it, or None when busy."""
         self._holding(run_id)  # a hold left in a closed event loop ends here
         body = {"run_id": run_id}
+        own = self._new_client()  # a connection of its own, which only letting go ends
         try:
-            response = await self._send("hold", body, stream=True)
-        except errors.RunBusy:
-            return None
-        hold = _Hold("", response, response.aiter_raw(), asyncio.get_running_loop())
+            response = await self._send("hold", body, stream=True, client=own)
+        except BaseException as exc:
+            await own.aclose()
+            if isinstance(exc, errors.RunBusy):
+                return None
+            raise
+        hold = _Hold("", response, response.aiter_raw(), asyncio.get_running_loop(), own)
         try:
             first = b""
             async for chunk in hold.chunks:
@@ -252,16 +260,18 @@ class HttpCheckpointer:
         response = await self._send(name, body)
         return _answer(self.location, response.status_code, response.headers, response.text)
 
-    async def _send(self, name: str, body: dict[str, Any], *, stream: bool = False) -> Any:
+    async def _send(
+        self, name: str, body: dict[str, Any], *, stream: bool = False, client: Any = None
+    ) -> Any:
         """POST `body` to the call `name`; the answer when it is a success (read, or open when
         `stream`). A connection that breaks once is tried again on a new one (every call is
         idempotent); an error answer raises what it says."""
         content = json.dumps(body, ensure_ascii=False).encode()
         for attempt in (1, 2):
-            client = self._client()
-            request = client.build_request("POST", f"{self.url}/v1/{name}", content=content)
+            through = client or self._client()
+            request = through.build_request("POST", f"{self.url}/v1/{name}", content=content)
             try:
-                response = await client.send(request, stream=stream)
+                response = await through.send(request, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 raise StoreUnreachable(
                     self.location,
@@ -289,10 +299,13 @@ class HttpCheckpointer:
         for other in [o for o in self._clients if o.is_closed()]:
             del self._clients[other]  # its sockets close when collected
         if loop not in self._clients:
-            self._clients[loop] = httpx.AsyncClient(
-                headers=self._headers, timeout=self._timeout, follow_redirects=False
-            )
+            self._clients[loop] = self._new_client()
         return self._clients[loop]
+
+    def _new_client(self) -> Any:
+        return httpx.AsyncClient(
+            headers=self._headers, timeout=self._timeout, follow_redirects=False
+        )
 
 
 def _answer(location: str, status: int, headers: Any, text: str) -> dict[str, Any]:

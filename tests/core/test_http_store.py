@@ -160,6 +160,27 @@ def test_a_run_held_in_an_event_loop_closed_without_letting_go_is_let_go_by_the_
     del held
 
 
+def test_close_keeps_a_held_run_held_and_a_later_call_reopens_a_connection(server):
+    """`close` ends this event loop's connections that hold nothing; the hold's own stays
+    open (the run is still held, and still this driver's), and the next call connects anew."""
+    store, other = server.client(), server.client()
+
+    async def scenario() -> list[bool]:
+        seen = []
+        async with store.hold("r"):
+            await store.start("r", HEADER)
+            await store.close()
+            seen.append(await other.is_held("r"))
+            await store.confirm_hold("r")  # still this driver's: nothing raised
+            await store.append("r", [model_step("r", 0)])  # a new connection for the call
+        seen.append(await other.is_held("r"))
+        await store.close()
+        seen.append((await store.load("r")).next_seq == 1)  # reopened by the next call
+        return seen
+
+    assert run(scenario()) == [True, False, True]
+
+
 # ── appends: once each, and nothing acknowledged is lost ───────────────────────────────────
 
 
