@@ -1,8 +1,9 @@
 """The operator's command line, `synaptum-lite`: list runs, read one, resolve what waits for a
 person, migrate a run to a new agent, export and import. Built on the package's public API only.
 
-A store is a SQLite file or a PostgreSQL URL (`postgresql://user@host/db`, with the schema
-after `#` or in `--schema`). Output is plain text 80 columns wide, or as wide as `--width`,
+A store is a SQLite file, a PostgreSQL URL (`postgresql://user@host/db`, with the schema
+after `#` or in `--schema`) or a store server's URL (`http://host:8750`, its token in
+SYNAPTUM_STORE_TOKEN). Output is plain text 80 columns wide, or as wide as `--width`,
 `COLUMNS` or the terminal says; nothing printed holds a clock or a path the store does not
 name, and a password in a URL is never printed.
 

@@ -50,7 +50,12 @@ def parser() -> argparse.ArgumentParser:
     def command(name: str, text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text, description=text, epilog=EXIT_CODES)
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
-        sub.add_argument("store", metavar="STORE", help="a SQLite file or a PostgreSQL URL")
+        sub.add_argument(
+            "store",
+            metavar="STORE",
+            help="a SQLite file, a PostgreSQL URL or a store server's URL (its token in "
+            "SYNAPTUM_STORE_TOKEN)",
+        )
         sub.add_argument("--schema", help="the PostgreSQL schema (default synaptum_lite)")
         sub.add_argument("--width", type=_width, help="columns of output (default 80)")
         return sub

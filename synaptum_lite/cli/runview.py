@@ -6,6 +6,7 @@ store is a `Checkpointer` method, and nothing here speaks SQL.
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
@@ -54,23 +55,29 @@ class Store:
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+#: Where the command line reads a store server's token (the variable the server reads).
+ENV_TOKEN = "SYNAPTUM_STORE_TOKEN"
 
 
 def open_store(location: str, schema: str | None, *, create: bool = False) -> Store:
     """The store `location` names. Raises `Failure` (exit 1, 2 or 3) when it cannot be used.
 
-    Only what is given as a PostgreSQL URL is one (its scheme in any case, as URLs allow);
-    another scheme is refused, never read as a file's name. Reading (`create` false) never
-    writes: a SQLite database without a journal is refused as it is, not made a journal."""
+    An http:// or https:// URL is a store server, reached with the token in
+    SYNAPTUM_STORE_TOKEN. Only what is given as a PostgreSQL URL is one (its scheme in any
+    case, as URLs allow); another scheme is refused, never read as a file's name. Reading
+    (`create` false) never writes: a SQLite database without a journal is refused as it is,
+    not made a journal."""
     scheme = _SCHEME.match(location)
-    if scheme and scheme[1].lower() in ("postgresql", "postgres"):
+    if scheme and scheme[1].lower() in ("postgresql", "postgres", "http", "https"):
         location = scheme[1].lower() + location[len(scheme[1]) :]
     elif scheme:
         raise Failure(
             2,
-            f"{redact(location, '')} is a {scheme[1]}:// URL; a store is a SQLite file or a "
-            "postgresql:// URL",
+            f"{redact(location, '')} is a {scheme[1]}:// URL; a store is a SQLite file, a "
+            "postgresql:// URL or a store server's http:// URL",
         )
+    if location.startswith(("http://", "https://")):
+        return _store_server(location, schema)
     if location.startswith(("postgresql://", "postgres://")):
         url, _, fragment = location.partition("#")
         try:
@@ -107,6 +114,28 @@ def open_store(location: str, schema: str | None, *, create: bool = False) -> St
     if not create and path.stat().st_size == 0:
         raise Failure(1, f"{location} is empty, not a synaptum_lite journal; name a journal")
     return Store(SqliteCheckpointer(path), path.name, given=location)
+
+
+def _store_server(url: str, schema: str | None) -> Store:
+    """A store server (`python -m synaptum_lite.stores.http_server`), reached with the token in
+    SYNAPTUM_STORE_TOKEN, as the server reads its own."""
+    from ..stores.http_client import HttpCheckpointer
+
+    shown = redact(url, "")
+    if schema:
+        raise Failure(2, f"--schema is for a PostgreSQL URL; {shown} is a store server")
+    token = os.environ.get(ENV_TOKEN, "")
+    if not token:
+        raise Failure(
+            2,
+            f"{shown} is a store server, and it needs its token: set {ENV_TOKEN} to the token "
+            "the server was started with",
+        )
+    try:
+        store = HttpCheckpointer(url, token=token)
+    except SynaptumError as exc:
+        raise Failure(2, redact(str(exc), token)) from None
+    return Store(store, store.location, token, url)
 
 
 async def check_journal(store: Store) -> None:

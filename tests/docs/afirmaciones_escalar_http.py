@@ -44,6 +44,12 @@ HTTP_STORE_TESTS: dict[str, tuple[str, ...]] = {
         "core/test_http_store.py::test_a_server_that_answers_garbage_says_what_it_answered_and_what_to_check",
         "core/test_http_store.py::test_a_missing_or_wrong_token_is_refused_and_nothing_is_read_or_written",
     ),
+    "escalar.http-cli": (
+        "core/test_cli_http_store.py::test_runs_and_show_through_the_server_print_what_they_print_on_the_file",
+        "core/test_cli_http_store.py::test_resolve_through_the_server_is_written_once_and_the_run_ends_without_paying_again",
+        "core/test_cli_http_store.py::test_a_missing_or_wrong_token_is_refused_and_nothing_is_read_or_written",
+        "core/test_cli_http_store.py::test_a_bad_store_server_url_is_refused_naming_it_without_its_password",
+    ),
 }  # fmt: skip
 
 #: The kill tests of tests/core/test_kill.py that SIGKILL a child: their cases through the server.
@@ -161,3 +167,12 @@ def _las_muertes_contadas() -> dict:
     through = sum(kills[name] for name in KILLING)
     assert _passed("escalar.http-candado") and _passed("escalar.http-fallos")
     return {"rondas": test_http_store.KILLS, "fronteras": through}
+
+
+@afirmacion("escalar.http-cli")
+def _la_linea_de_ordenes_a_traves_del_servidor() -> dict:
+    from synaptum_lite.cli import runview
+    from synaptum_lite.stores import http_server
+
+    assert runview.ENV_TOKEN == http_server.ENV_TOKEN  # the variable the server reads
+    return {"casos": _passed("escalar.http-cli")}
