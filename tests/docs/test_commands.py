@@ -56,6 +56,10 @@ class How:
 # Escalar's *Operar* table: a test runs each line as written, in a folder with that journal
 OPERAR = How("test", "tests/core/test_cli.py::test_every_command_escalar_shows_runs_as_written")
 
+#: How the tests run scripts/carga.py's commands: twice, beside one hog, warmed up to 0.
+_CARGA = ("-m", "scripts.carga", "--hogs", "1", "--warm-up", "0", "--times", "2", "--", "python3")
+_CARGA += ("-c", "pass")
+
 COMMANDS: dict[str, How] = {
     "uv run pytest": How("suite", ".ci/run runs it"),
     "uv run pytest tests/docs -q": How("suite", "part of `uv run pytest`"),
@@ -125,16 +129,17 @@ COMMANDS: dict[str, How] = {
         "the whole measurement at N = 10 and 20, once",
         ("benchmarks/core_journal.py", "--sizes", "10", "20", "--repeats", "1"),
     ),
-    "uv run python -m scripts.carga --times 3 -- uv run pytest": How(
+    "uv run python -m scripts.carga --hogs 8 --warm-up 8 --times 3 -- uv run pytest": How(
         "measures",
-        "two runs beside one hog of a command that passes (the suite three times takes minutes; "
-        "tests/docs/test_carga.py checks what it reports)",
-        ("-m", "scripts.carga", "--hogs", "1", "--times", "2", "--", "python3", "-c", "pass"),
+        "two runs beside one hog, warmed up to a load of 0, of a command that passes (the suite "
+        "three times beside eight takes hours; tests/docs/test_carga.py checks what it reports)",
+        _CARGA,
     ),
-    "uv run python -m scripts.carga --times 10 -- uv run python -m scripts.update_pages --check": How(  # noqa: E501
+    "uv run python -m scripts.carga --hogs 8 --warm-up 8 --times 10 -- uv run python -m scripts.update_pages --check": How(  # noqa: E501
         "measures",
-        "two runs beside one hog of a command that passes (the check ten times takes minutes)",
-        ("-m", "scripts.carga", "--hogs", "1", "--times", "2", "--", "python3", "-c", "pass"),
+        "two runs beside one hog, warmed up to a load of 0, of a command that passes (the check "
+        "ten times beside eight takes minutes)",
+        _CARGA,
     ),
     "python3 scripts/modelo_local.py start": How("ci", "python3 scripts/modelo_local.py start"),
     "uv run --extra http python -m scripts.captura_modelo": How(
