@@ -46,11 +46,13 @@ class Budget:
     `prices` maps a model to its price per million tokens, `(input, output)`, in any currency
     (the cost is in the same one); under a cost limit, every model the run calls needs one.
 
-    Checked before each model call not yet journaled, against what the journals say the run
-    and its sub-runs paid in every pass: a call that starts under the limits is paid whole and
-    the next is refused (`BudgetExceeded`); spending it cannot measure stops the run too
-    (`BudgetUnmeasured`). It belongs to the `Session`, not to the agent's configuration: a
-    resume may bring a larger one, which is how an operator finishes a stopped run.
+    Checked before each model call not yet journaled, against what the journals say the run and
+    its sub-runs paid in every pass: a call that starts under the limits is paid whole and the
+    next is refused (`BudgetExceeded`); spending it cannot measure stops the run too
+    (`BudgetUnmeasured`). A pass reads the journals once, at its first model call (and again
+    after a delegation), and adds each call it pays: not one read per call. It belongs to the
+    `Session`, not to the agent's configuration: a resume may bring a larger one, which is how
+    an operator finishes a stopped run.
     """
 
     total_tokens: int | None = None
@@ -84,28 +86,31 @@ class Budget:
     async def spent(self, checkpointer: Checkpointer, run_id: str) -> Spent:
         """What the run `run_id` and its sub-runs paid, read from their journals."""
         calls, lost = await _paid_calls(checkpointer, run_id)
-        tokens: int | None = 0
-        cost: float | None = 0.0
-        why_tokens = why_cost = None
+        spent = Spent(run_id, 0, 0, 0.0, lost, None, None)
         for call in calls:
-            used_in, used_out = call.usage.input_tokens, call.usage.output_tokens
-            if used_in is None or used_out is None:
-                missing = "input" if used_in is None else "output"
-                missing = "input or output" if used_in is None and used_out is None else missing
-                why = f"{call.where} has no {missing} token count (the gateway did not measure it)"
-                tokens, cost = None, None
-                why_tokens, why_cost = why_tokens or why, why_cost or why
-                continue
+            spent = self._plus(spent, call)
+        return spent
+
+    def _plus(self, spent: Spent, call: _PaidCall) -> Spent:
+        """`spent` and one more answered call."""
+        tokens, cost = spent.tokens, spent.cost
+        why_tokens, why_cost = spent.tokens_unmeasured, spent.cost_unmeasured
+        used_in, used_out = call.usage.input_tokens, call.usage.output_tokens
+        if used_in is None or used_out is None:
+            missing = "input" if used_in is None else "output"
+            missing = "input or output" if used_in is None and used_out is None else missing
+            why = f"{call.where} has no {missing} token count (the gateway did not measure it)"
+            tokens, cost = None, None
+            why_tokens, why_cost = why_tokens or why, why_cost or why
+        else:
             tokens = None if tokens is None else tokens + used_in + used_out
             price = self.prices.get(call.model) if call.model is not None else None
             if price is None:
-                cost, why_cost = (
-                    None,
-                    why_cost or f"{call.where} used {_model(call)}, which has no price",
-                )
+                cost = None
+                why_cost = why_cost or f"{call.where} used {_model(call)}, which has no price"
             elif cost is not None:
                 cost += (used_in * price[0] + used_out * price[1]) / 1_000_000
-        return Spent(run_id, len(calls), tokens, cost, lost, why_tokens, why_cost)
+        return Spent(spent.run_id, spent.calls + 1, tokens, cost, spent.lost, why_tokens, why_cost)
 
     async def check(
         self, checkpointer: Checkpointer, run_id: str, *, step_id: str, models: set[str]
@@ -113,13 +118,29 @@ class Budget:
         """Raise unless the model call `step_id` of run `run_id`, by one of `models`, may be
         made: `BudgetUnmeasured` when what was spent cannot be measured (or a model has no
         price under a cost limit), `BudgetExceeded` when a limit is reached."""
+        await self._check(checkpointer, run_id, step_id=step_id, models=models, tally=Tally())
+
+    async def _check(
+        self,
+        checkpointer: Checkpointer,
+        run_id: str,
+        *,
+        step_id: str,
+        models: set[str],
+        tally: Tally,
+    ) -> None:
+        """`check`, with what was spent taken from `tally` once it read the journals."""
         unpriced = sorted(models - self.prices.keys()) if self.cost is not None else []
         if unpriced:
             priced = ", ".join(map(repr, sorted(self.prices))) or "none"
             raise BudgetUnmeasured(
                 run_id, step_id, COST, f"the model {unpriced[0]!r} has no price (priced: {priced})"
             )
-        spent = await self.spent(checkpointer, await _root(checkpointer, run_id))
+        if tally.spent is None:
+            tally.spent = await self.spent(checkpointer, await _root(checkpointer, run_id))
+            header = (await checkpointer.load(run_id)).header
+            tally.model = header["agent"].get("model") if header else None
+        spent = tally.spent
         for measure, limit, value, why in [
             (TOKENS, self.total_tokens, spent.tokens, spent.tokens_unmeasured),
             (COST, self.cost, spent.cost, spent.cost_unmeasured),
@@ -128,6 +149,26 @@ class Budget:
                 raise BudgetUnmeasured(run_id, step_id, measure, str(why))
             if limit is not None and value is not None and value >= limit:
                 raise BudgetExceeded(run_id, step_id, measure, value, limit, spent)
+
+    def _paid(self, tally: Tally, step: ModelStep) -> None:
+        """Add to `tally` the model call `step`, just answered and journaled."""
+        assert step.response is not None  # a completed model step holds its response
+        if tally.spent is not None:  # else the next check reads the journals
+            where = f"step {step.step_id} of run {step.run_id!r}"
+            tally.spent = self._plus(
+                tally.spent, _PaidCall(where, tally.model, step.response.usage)
+            )
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one pass of a run knows it spent: `spent`, read from the journals at its first
+    model call and added to as the pass pays (`_paid`), or None: read them again, as after a
+    delegation, whose sub-run or remote agent paid; `model`, the one the run's journal prices
+    its calls by."""
+
+    spent: Spent | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .agent_arguments import check_session, check_task
-from .budget import models_of
+from .budget import Tally, models_of
 from .checkpointer import load_events
 from .context import Context
 from .errors import ConfigurationError, ProviderError, StepLimitExceeded
@@ -97,6 +97,7 @@ class Run:
     usage: Usage = field(default_factory=lambda: Usage(0, 0, 0))
     answer: ModelResponse | None = None  # the last model step's response
     over: bool = False  # finished, or suspended until a person decides
+    tally: Tally = field(default_factory=Tally)  # what its budget counted, in this pass
 
     @property
     def run_id(self) -> str:
@@ -128,6 +129,8 @@ async def drive(plan: Plan, task: str, session: Session, *, streaming: bool) -> 
                 # closing this run closes the step inside it at once (it may have to record)
                 async with contextlib.aclosing(tool_step(run, call)) as steps:
                     async for event in steps:
+                        if isinstance(event, DelegationStep):  # a sub-run or remote agent paid
+                            run.tally.spent = None
                         yield event
                 if run.over:
                     return
@@ -167,8 +170,12 @@ async def model_step(run: Run) -> AsyncGenerator[Step | TextFragment]:
     else:
         if run.session.budget is not None:  # what the journal says was spent, before paying
             models = models_of(run.plan.configuration)
-            await run.session.budget.check(
-                run.session.checkpointer, run.run_id, step_id=model_id, models=models
+            await run.session.budget._check(
+                run.session.checkpointer,
+                run.run_id,
+                step_id=model_id,
+                models=models,
+                tally=run.tally,
             )
         attempted = ModelStep(
             run_id=run.run_id,
@@ -192,6 +199,8 @@ async def model_step(run: Run) -> AsyncGenerator[Step | TextFragment]:
         # the model reads, or U+FFFD in text), never lost to an encoding error
         step = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=journalable(response))
         await run.journal.write(step)
+        if run.session.budget is not None:
+            run.session.budget._paid(run.tally, step)
     yield step
     answer = step.response
     assert answer is not None  # a completed model step holds its response

@@ -17,7 +17,9 @@ from synaptum_lite import (
     FinalStep,
     MemoryCheckpointer,
     ModelResponse,
+    Role,
     Session,
+    SqliteCheckpointer,
     ToolCall,
     Usage,
     load_events,
@@ -250,3 +252,60 @@ def test_a_budget_that_limits_nothing_or_is_not_a_number_is_refused(arguments, s
 def test_a_session_refuses_a_budget_that_is_not_one():
     with pytest.raises(ConfigurationError, match="budget must be a Budget or None, got 100"):
         Session("r", double(), MemoryCheckpointer(), budget=100)  # type: ignore[arg-type]
+
+
+class CountedReads(SqliteCheckpointer):
+    """A real SQLite journal that counts how often a run's records are read."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self.reads = 0
+
+    async def records(self, run_id):
+        self.reads += 1
+        return await super().records(run_id)
+
+
+@pytest.mark.parametrize("turns", [3, 12])
+def test_a_pass_reads_the_journals_for_its_budget_once_not_before_every_call(tmp_path, turns):
+    """The budget is checked before each of the pass's model calls; what was spent is read from
+    the journals at the first and added to after each, so the reads do not grow with the run's
+    length. It still stops the run where a fresh read of the journals says."""
+
+    def counting(request):
+        done = sum(1 for m in request.messages if m.role is Role.TOOL)
+        return calls("contar", numero=done + 1) if done < turns else says(ANSWER)
+
+    async def scenario():
+        store = CountedReads(tmp_path / "runs.db")
+        agent = contador()
+        gateway = ScriptedGateway([counting] * (turns + 1), tools=[contar])
+        budget = Budget(total_tokens=10**9)
+        final = await drive(agent, Session("r", gateway, store, budget=budget))
+        reads = store.reads
+        spent = await budget.spent(store, "r")
+        return final, reads, spent, gateway
+
+    final, reads, spent, gateway = run(scenario())
+    assert final is not None and final.output == ANSWER
+    assert len(gateway.requests) == turns + 1 == spent.calls
+    assert reads <= 2, reads  # the journal opened, and the budget's one read: not one per call
+
+
+def test_an_incremental_count_stops_the_run_where_a_fresh_read_would(tmp_path):
+    """One pass that counts as it goes stops at the call the limit refuses, and what it
+    counted is what a fresh read of the journals says afterwards (the same `Spent`)."""
+    limit = CUMULATIVE[3] + 1  # four calls leave it under; the fifth crosses it
+
+    async def scenario():
+        counted = SqliteCheckpointer(tmp_path / "contado.db")
+        with pytest.raises(BudgetExceeded) as in_one_pass:
+            await drive(
+                contador(), Session("r", double(), counted, budget=Budget(total_tokens=limit))
+            )
+        return in_one_pass.value, await Budget(total_tokens=limit).spent(counted, "r")
+
+    refused, fresh = run(scenario())
+    assert refused.step_id == "000010-model"
+    assert refused.of == fresh  # what the pass counted is what the journals say
+    assert refused.spent == CUMULATIVE[4]
