@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
-from tests.docs.referencia_afirmaciones import SessionBindings, _matches
+from tests.docs import referencia_afirmaciones
+from tests.docs.referencia_afirmaciones import _matches
 
 #: The test whose cases are the page claims: a session that runs one defers to its own tests.
 CLAIM_TEST = "tests/docs/test_afirmaciones.py::test_page_claim_holds"
@@ -98,37 +97,17 @@ def verdict(selected: Iterable[str], outcomes: dict[str, str]) -> tuple[bool, li
     return False, [f"the pages' claims on tests: all {held} bound cases passed in this session"]
 
 
-class Plugin:
-    """The hooks: what the session selected (in every process) and, on the controller (or
-    without xdist), what each case gave and the verdict (exit status 1 when it fails)."""
-
-    def __init__(self, config: Any) -> None:
-        self.config = config
-        self.state = SessionBindings()
-        self.lines: tuple[bool, list[str]] = (False, [])
+class Plugin(referencia_afirmaciones.Plugin):
+    """The reference's session hooks (what was selected, what each case gave, the verdict on
+    the controller or without xdist), with this verdict; and, in every process, what the
+    session selected, for the claims' checks."""
 
     def pytest_collection_finish(self, session: Any) -> None:
         global _selected
         _selected = frozenset(item.nodeid for item in session.items)
-        self.state.collected(_selected)
+        super().pytest_collection_finish(session)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: Iterable[str]) -> None:
-        self.state.collected(ids)
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        self.state.report(report.nodeid, report.when, report.outcome)
-
-    def pytest_sessionfinish(self, session: Any) -> None:
-        if getattr(self.config, "workerinput", None) is not None or self.config.option.collectonly:
-            return
+    def decide(self, session: Any) -> tuple[bool, list[str]]:
         if session.shouldstop or session.shouldfail:  # interrupted: what did not run says nothing
-            return
-        self.lines = verdict(self.state.selected, self.state.outcomes)
-        if self.lines[0] and session.exitstatus == 0:
-            session.exitstatus = 1
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        failed, lines = self.lines
-        for line in lines:
-            terminalreporter.write_line(line, red=failed, bold=failed)
+            return False, []
+        return verdict(self.state.selected, self.state.outcomes)

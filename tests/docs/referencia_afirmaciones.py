@@ -496,14 +496,18 @@ class Plugin:
         the session (exit status 1)."""
         if getattr(self.config, "workerinput", None) is not None or self.config.option.collectonly:
             return  # an xdist worker (the controller has every report), or nothing ran
+        self.lines = self.decide(session)
+        if self.lines[0] and session.exitstatus == 0:
+            session.exitstatus = 1
+
+    def decide(self, session: Any) -> tuple[bool, list[str]]:
+        """(failed, lines for the summary): the bound tests' verdict."""
         path = Path(os.environ.get(MAP_FOR_SESSION) or MAP)
         try:
             bound = bound_tests(load_map(path))
         except (OSError, ValueError) as error:
             bound = {f"(the map {path} cannot be read: {error})": []}
-        self.lines = self.state.verdict(bound)
-        if self.lines[0] and session.exitstatus == 0:
-            session.exitstatus = 1
+        return self.state.verdict(bound)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The verdict's lines (red when they fail the session)."""
