@@ -30,7 +30,7 @@ from typing import Any
 
 from .checkpointer import Checkpointer, load_events
 from .errors import ConfigurationError, SynaptumError
-from .events import DelegationStep, ModelStep
+from .events import DelegationStep, MigrationStep, ModelStep
 from .journal import index
 from .messages import Usage
 
@@ -45,6 +45,7 @@ class Budget:
 
     `prices` maps a model to its price per million tokens, `(input, output)`, in any currency
     (the cost is in the same one); under a cost limit, every model the run calls needs one.
+    Each call is priced by the model that made it: after a migration, the new agent's.
 
     Checked before each model call not yet journaled, against what the journals say the run and
     its sub-runs paid in every pass: a call that starts under the limits is paid whole and the
@@ -138,8 +139,6 @@ class Budget:
             )
         if tally.spent is None:
             tally.spent = await self.spent(checkpointer, await _root(checkpointer, run_id))
-            header = (await checkpointer.load(run_id)).header
-            tally.model = header["agent"].get("model") if header else None
         spent = tally.spent
         for measure, limit, value, why in [
             (TOKENS, self.total_tokens, spent.tokens, spent.tokens_unmeasured),
@@ -150,25 +149,21 @@ class Budget:
             if limit is not None and value is not None and value >= limit:
                 raise BudgetExceeded(run_id, step_id, measure, value, limit, spent)
 
-    def _paid(self, tally: Tally, step: ModelStep) -> None:
-        """Add to `tally` the model call `step`, just answered and journaled."""
+    def _paid(self, tally: Tally, step: ModelStep, model: str | None) -> None:
+        """Add to `tally` the model call `step` by `model`, just answered and journaled."""
         assert step.response is not None  # a completed model step holds its response
         if tally.spent is not None:  # else the next check reads the journals
             where = f"step {step.step_id} of run {step.run_id!r}"
-            tally.spent = self._plus(
-                tally.spent, _PaidCall(where, tally.model, step.response.usage)
-            )
+            tally.spent = self._plus(tally.spent, _PaidCall(where, model, step.response.usage))
 
 
 @dataclass(slots=True)
 class Tally:
-    """What one pass of a run knows it spent: `spent`, read from the journals at its first
-    model call and added to as the pass pays (`_paid`), or None: read them again, as after a
-    delegation, whose sub-run or remote agent paid; `model`, the one the run's journal prices
-    its calls by."""
+    """What one pass of a run knows it spent: read from the journals at its first model call
+    and added to as the pass pays (`_paid`), or None: read them again, as after a delegation,
+    whose sub-run or remote agent paid."""
 
     spent: Spent | None = None
-    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +243,8 @@ async def _paid_calls(checkpointer: Checkpointer, run_id: str) -> tuple[list[_Pa
         history = steps[position]
         where = f"step {history.step_id} of run {run_id!r}"
         done, started = history.completed, history.attempted
+        if isinstance(done, MigrationStep):  # the calls after it are the new agent's model's
+            model = done.configuration.get("model")
         if isinstance(done, ModelStep) and done.response is not None:
             calls.append(_PaidCall(where, model, done.response.usage))
         if isinstance(started, ModelStep):

@@ -200,7 +200,7 @@ async def model_step(run: Run) -> AsyncGenerator[Step | TextFragment]:
         step = dataclasses.replace(attempted, phase=Phase.COMPLETED, response=journalable(response))
         await run.journal.write(step)
         if run.session.budget is not None:
-            run.session.budget._paid(run.tally, step)
+            run.session.budget._paid(run.tally, step, run.plan.configuration.get("model"))
     yield step
     answer = step.response
     assert answer is not None  # a completed model step holds its response

@@ -23,6 +23,7 @@ from synaptum_lite import (
     ToolCall,
     Usage,
     load_events,
+    migrate,
     run_usage,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says
@@ -309,3 +310,34 @@ def test_an_incremental_count_stops_the_run_where_a_fresh_read_would(tmp_path):
     assert refused.step_id == "000010-model"
     assert refused.of == fresh  # what the pass counted is what the journals say
     assert refused.spent == CUMULATIVE[4]
+
+
+def test_after_a_migration_to_another_model_each_call_is_priced_by_its_own_model(tmp_path):
+    """A run migrated from a cheap model to a dear one: the calls before the migration cost the
+    cheap price, those after it the dear one, in the pass that pays them and in a fresh read."""
+    prices = {"barato": (1.0, 1.0), "caro": (100.0, 100.0)}
+    roomy = Budget(cost=10.0, prices=prices)
+
+    async def scenario():
+        store = SqliteCheckpointer(tmp_path / "runs.db")
+        first = Budget(cost=CUMULATIVE[1] / 1_000_000, prices=prices)  # stops at the 3rd call
+        with pytest.raises(BudgetExceeded):
+            await drive(contador("barato"), Session("r", double(), store, budget=first))
+        await migrate(store, "r", contador("caro"), by="ana")
+        with pytest.raises(BudgetExceeded) as stopped:  # the dear calls reach a limit at once
+            limit = Budget(cost=(CUMULATIVE[1] + 100 * (CUMULATIVE[2] - CUMULATIVE[1])) / 1e6,
+                           prices=prices)  # fmt: skip
+            await drive(contador("caro"), Session("r", double(), store, budget=limit))
+        counted = stopped.value.of
+        final = await drive(contador("caro"), Session("r", double(), store, budget=roomy))
+        return counted, final, await roomy.spent(store, "r"), await run_usage(store, "r")
+
+    counted, final, spent, usage = run(scenario())
+    assert final is not None and final.output == ANSWER
+    tokens = [t.usage.input_tokens + t.usage.output_tokens for t in usage.turns]
+    assert tokens == list(reference_tokens())
+    cheap, dear = tokens[:2], tokens[2:]
+    assert spent.cost == pytest.approx((sum(cheap) + 100 * sum(dear)) / 1_000_000)
+    # the pass that was stopped had counted its own dear call at the dear price
+    assert counted.calls == 3
+    assert counted.cost == pytest.approx((sum(cheap) + 100 * dear[0]) / 1_000_000)
