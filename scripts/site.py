@@ -113,25 +113,30 @@ class _BlockReader(HTMLParser):
             self.parts.append(data)
 
 
-def nav_pages(config_path: Path = MKDOCS_CONFIG) -> list[str]:
-    """Every page file the nav of `mkdocs.yml` names (`propiedades/02_durabilidad.ipynb`)."""
+def nav_entries(config_path: Path = MKDOCS_CONFIG) -> list[tuple[str | None, str]]:
+    """Every page of the nav of `mkdocs.yml`, in its order, with its label (None: none)."""
     import yaml
 
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    found: list[str] = []
+    found: list[tuple[str | None, str]] = []
 
-    def walk(entry: Any) -> None:
+    def walk(entry: Any, label: str | None = None) -> None:
         if isinstance(entry, str):
-            found.append(entry)
+            found.append((label, entry))
         elif isinstance(entry, list):
             for item in entry:
                 walk(item)
         elif isinstance(entry, dict):
-            for value in entry.values():
-                walk(value)
+            for key, value in entry.items():
+                walk(value, key)
 
     walk(config.get("nav", []))
     return found
+
+
+def nav_pages(config_path: Path = MKDOCS_CONFIG) -> list[str]:
+    """Every page file the nav of `mkdocs.yml` names (`propiedades/02_durabilidad.ipynb`)."""
+    return [page for _, page in nav_entries(config_path)]
 
 
 # ── Every internal link resolves ─────────────────────────────────────────────

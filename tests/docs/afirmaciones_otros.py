@@ -8,9 +8,8 @@ from __future__ import annotations
 import importlib
 import re
 
-import yaml
-
 import synaptum_lite
+from scripts import site
 from scripts.pages import DOCS, PROPERTY_NOTEBOOKS, REPO, expected_block, read_notebook
 from tests.docs.afirmaciones_md import afirmacion
 
@@ -31,24 +30,6 @@ def _rows(table: int) -> list[list[str]]:
     return [[re.sub(r"\s*<!--.*?-->\s*", "", cell) for cell in row] for row in rows]
 
 
-def _nav_labels() -> dict[str, str]:
-    """mkdocs.yml's label of each property page: `propiedades/<name>.ipynb` → «NN · Label»."""
-
-    def walk(items: list) -> dict[str, str]:  # type: ignore[type-arg]
-        found: dict[str, str] = {}
-        for item in items:
-            if isinstance(item, dict):
-                for label, target in item.items():
-                    if isinstance(target, list):
-                        found |= walk(target)
-                    elif isinstance(target, str):
-                        found[target] = label
-        return found
-
-    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
-    return walk(config["nav"])
-
-
 @afirmacion("otros.ejemplos")
 def _los_dieciseis_ejemplos_con_su_pagina_aqui() -> dict:
     rows = _rows(0)
@@ -59,7 +40,8 @@ def _los_dieciseis_ejemplos_con_su_pagina_aqui() -> dict:
     assert [f[len("agentes/") :][:2] for f in agentes] == [f"{n:02}" for n in range(1, 13)], files
     assert [f[len("propiedades/") :][:2] for f in propiedades] == ["01", "02", "03", "04"], files
     assert len(files) == len(agentes) + len(propiedades)
-    labels, checked = _nav_labels(), []
+    labels = {page: label for label, page in site.nav_entries() if label}
+    checked = []
     for row in rows:
         links = re.findall(r"\[([^\]]+)\]\((propiedades/[^)]+\.ipynb)\)", row[2])
         assert links, f"{row[0]}: no page of this kit beside it"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from tests.docs import referencia_afirmaciones
@@ -56,6 +57,7 @@ def _parameters(nodeid: str) -> list[str]:
     return rest.removesuffix("]").split("-") if bracket else []
 
 
+@cache
 def _bound() -> dict[Cases, list[str]]:
     from tests.docs.afirmaciones_paginas import bound_cases
 
@@ -65,7 +67,11 @@ def _bound() -> dict[Cases, list[str]]:
 def deferring(selected: Iterable[str] | None = None) -> bool:
     """Whether claims leave their tests to the session: it selected every case of every test a
     claim is bound to."""
-    nodeids = _selected if selected is None else frozenset(selected)
+    return _deferring(_selected if selected is None else frozenset(selected))
+
+
+@cache
+def _deferring(nodeids: frozenset[str]) -> bool:  # asked by every claim: decided once
     return bool(nodeids) and all(cases.of(nodeids) for cases in _bound())
 
 
