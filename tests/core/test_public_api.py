@@ -120,3 +120,13 @@ def test_each_folder_states_its_size_in_its_docstring():
             f"synaptum_lite/{folder}/__init__.py states {stated_size(folder)} lines, the folder "
             f"holds {folder_lines(folder)}: run python -m scripts.update_pages"
         )
+
+
+def test_the_tree_and_the_line_counts_on_conceptos_are_what_the_package_holds_now():
+    """*Conceptos* shows the package's tree and its line counts (the core's among them), written
+    by `python -m scripts.update_pages` run on every notebook. A change to the package that
+    was not followed by that run left the page stating yesterday's count: this names it."""
+    from scripts import layout
+
+    stale = layout.write(check=True)
+    assert stale == [], f"{stale} differ from the package: run python -m scripts.update_pages"
