@@ -52,6 +52,7 @@ NEEDS_A_PROCESS = {
         "mata con SIGKILL un proceso hijo de verdad a mitad de un run con presupuesto"
     ),
     "24_agentes_en_cadena": "mata con SIGKILL un proceso hijo de verdad entre dos eslabones",
+    "27_en_paralelo": "mata con SIGKILL un proceso hijo de verdad con tres ramas a la vez",
 }
 
 #: Where the repository's files sit in Pyodide's file system; a notebook runs in

@@ -67,7 +67,7 @@ def test_a_kit_fact_typed_by_hand_that_disagrees_with_the_generator_fails() -> N
     index = DOCS / "index.md"
     text = index.read_text(encoding="utf-8")
     held = hechos.current(text, "cuadernos")
-    said = re.search(r"corren en\s+el\s+navegador (\d+) de los", held)
+    said = re.search(r"corren en\s+el\s+navegador\s+(\d+)\s+de\s+los", held)
     assert said is not None
     wrong = str(int(said.group(1)) + 1)  # one more than the notebooks that do
     typed = held.replace(said.group(0), said.group(0).replace(said.group(1), wrong))

@@ -363,6 +363,16 @@ EXPERIMENTOS = [
         ),
     ),
     Experimento(
+        "27.pruebalo-sintesis",
+        parametros={"muere_en": "sintesis"},
+        se_ve=("su respuesta vuelve del journal", "modelo ×1 · publicar_informe ×0"),
+    ),
+    Experimento(
+        "28.pruebalo-al-final",
+        parametros={"reloj_al_final": True},
+        se_ve=("71 % de la caché", "ConfigurationChanged, modelo ×0: cambian instructions"),
+    ),
+    Experimento(
         "26.pruebalo-quitar-otra",
         parametros={"quitar": "borrar_pedido"},
         se_ve=("P-1043: en el almacén desde el 5 de marzo",),
