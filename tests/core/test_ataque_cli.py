@@ -568,9 +568,15 @@ def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_pa
     if hasattr(fcntl, "F_GETPIPE_SZ"):
         assert fcntl.fcntl(listing.stdout, fcntl.F_GETPIPE_SZ) * 4 < count * long
     assert listing.stdout.readline().startswith("RUN ")
+    # Popen.send_signal sends nothing to a process it finds ended: say which it was, so that a
+    # failure tells a listing that ended before the signal from one that did not obey it.
+    alive = listing.poll() is None
     listing.send_signal(signal.SIGINT)
     rest, errors = listing.communicate(timeout=120)
-    assert listing.returncode == 130, errors
+    assert listing.returncode == 130, (
+        f"exit {listing.returncode}; alive when signalled: {alive}; read after the signal: "
+        f"{len(rest)} characters; stderr: {errors!r}"
+    )
     assert errors == (
         "synaptum-lite: interrupted: a decision is written whole or not at all (show says "
         "which); an import may be cut short, and importing the same export again adds the rest\n"
