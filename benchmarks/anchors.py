@@ -60,6 +60,11 @@ LANGGRAPH = Environment(
     Path(getattr(sys, "_base_executable", sys.executable)),  # the Python our side runs on
     ("langgraph==1.2.24", "langgraph-checkpoint-sqlite==3.1.2"),
 )
+DBOS = Environment(
+    "dbos-3.4.0",
+    Path(getattr(sys, "_base_executable", sys.executable)),  # the Python our side runs on
+    ("dbos==3.4.0",),
+)
 
 
 class Unavailable(Exception):
@@ -152,6 +157,7 @@ def contenders(postgres_url: str | None) -> tuple[list[Contender], list[str]]:
             "langgraph_sqlite",
             "import langgraph.graph, langgraph.prebuilt, langgraph.checkpoint.sqlite",
         ),
+        (DBOS, "dbos", "DBOS 3.4.0 · SQLite", "dbos_sqlite", "import dbos"),
     ):
         try:
             python = ensure(environment)

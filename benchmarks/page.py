@@ -25,7 +25,7 @@ TEMPLATE = HERE / "page_template.md"
 NAVEGADOR = HERE / "results" / "navegador.json"
 PLOTS = {"bytes": DOCS / "rendimiento-almacen.svg", "cpu_per_step_ms": DOCS / "rendimiento-cpu.svg"}
 OURS = "lite"
-ANCHORS = ("synaptum", "langgraph")
+ANCHORS = ("synaptum", "langgraph", "dbos")
 ORDER = (OURS, "lite_postgres", *ANCHORS)
 REFERENCE_N = 200
 STORES = {
@@ -34,6 +34,8 @@ STORES = {
     "SYNAPTUM_BENCH_POSTGRES_URL",
     "synaptum": "su SqliteCheckpointer (PyPI synaptum==1.0.0rc6, el marco de la página semilla)",
     "langgraph": 'SqliteSaver; grafo modelo → ToolNode, `durability="sync"`',
+    "dbos": "su base de datos de sistema en SQLite; un workflow, y cada llamada al modelo y "
+    "a la herramienta un `@DBOS.step()`",
 }
 CHECKS = {
     "docs check": "ejecuta cada cuaderno y compara lo que imprime con el bloque de su página",
