@@ -835,6 +835,7 @@ _LINES = (
     ("#7c3aed", "#c4b5fd"),  # violet
     ("#2ca02c", "#4ade80"),  # green
     ("#c2410c", "#fb923c"),  # orange
+    ("#be185d", "#f472b6"),  # pink
 )
 
 
@@ -868,7 +869,7 @@ def _plot(runs: dict[str, Any], metric: str, path: Path) -> None:
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
     figure.patch.set_visible(False)  # no background of its own: the page's shows through
     axes.patch.set_visible(False)
-    for number, (key, marker) in enumerate(zip(ORDER, "oDs^", strict=True)):
+    for number, (key, marker) in enumerate(zip(ORDER, "oDs^v", strict=True)):
         if key not in runs:
             continue
         rows = runs[key]["rows"]

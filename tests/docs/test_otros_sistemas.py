@@ -53,6 +53,19 @@ QUOTES = (
         "race_duplicate_model_calls",
         "Medido: {tools} herramientas y {model} llamadas al modelo duplicadas en carrera",
     ),
+    (
+        "dbos",
+        "repeated_tools_after_kill",
+        "repeated_model_calls_after_kill",
+        "Medido en [Rendimiento](rendimiento.md): {tools} herramientas y {model} llamadas al "
+        "modelo repetidas tras un SIGKILL",
+    ),
+    (
+        "dbos",
+        "race_duplicate_tools",
+        "race_duplicate_model_calls",
+        "a la vez al arrancar: {tools} herramientas y {model} llamadas al modelo duplicadas",
+    ),
 )
 
 
