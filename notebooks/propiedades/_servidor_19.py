@@ -52,6 +52,7 @@ from typing import Any
 RESPUESTA = "Recomiendo el TP1947: sale a las 9:05 y cuesta 89 €."
 FALLO = "No hay vuelos ese día."
 PREGUNTA = "¿Qué viernes, exactamente?"
+ESPERA = 120  # segundos: solo acaba un cuelgue; en una máquina muy cargada 10 no bastan
 TERMINALES = {
     "TASK_STATE_COMPLETED",
     "TASK_STATE_FAILED",
@@ -378,12 +379,12 @@ class Proceso:
 
     def mensajes(self) -> list[str]:
         """Los `messageId` de los mensajes que recibió, en orden."""
-        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
+        with urllib.request.urlopen(f"{self.url}/contador", timeout=ESPERA) as respuesta:
             return list(json.load(respuesta)["ids"])
 
     def peticiones(self, metodo: str) -> int:
         """Cuántas peticiones `metodo` (JSON-RPC) atendió."""
-        with urllib.request.urlopen(f"{self.url}/contador", timeout=10) as respuesta:
+        with urllib.request.urlopen(f"{self.url}/contador", timeout=ESPERA) as respuesta:
             return int(json.load(respuesta)["peticiones"].get(metodo, 0))
 
     def estado_de(self, tarea: str) -> str:
@@ -395,13 +396,13 @@ class Proceso:
             ).encode(),
             headers={"Content-Type": "application/json", "A2A-Version": "1.0"},
         )
-        with urllib.request.urlopen(peticion, timeout=10) as respuesta:
+        with urllib.request.urlopen(peticion, timeout=ESPERA) as respuesta:
             return str(json.load(respuesta)["result"]["status"]["state"])
 
     def suelta(self) -> None:
         """Con `retiene`: sus tareas acaban ya (las que estén trabajando y las que lleguen)."""
         peticion = urllib.request.Request(f"{self.url}/suelta", data=b"", method="POST")
-        with urllib.request.urlopen(peticion, timeout=10) as respuesta:
+        with urllib.request.urlopen(peticion, timeout=ESPERA) as respuesta:
             respuesta.read()
 
     def para(self) -> None:

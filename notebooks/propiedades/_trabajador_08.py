@@ -83,11 +83,12 @@ async def conducir_y_colgarse(almacen: Path, run_id: str) -> None:
 def colgarse() -> None:
     """Quieto dentro del run, con el candado, hasta que lo maten.
 
-    Si el cuaderno que lo lanzó desaparece antes (o pasa un minuto), se va: un trabajador
-    colgado de verdad no lo haría, pero este no debe quedar huérfano en la máquina de nadie.
+    Si el cuaderno que lo lanzó desaparece antes (o pasan diez minutos, mucho más de lo que
+    el cuaderno tarda aun con la máquina muy cargada), se va: un trabajador colgado de verdad
+    no lo haría, pero este no debe quedar huérfano en la máquina de nadie.
     """
     padre = os.getppid()
-    for _ in range(1200):
+    for _ in range(12000):
         if os.getppid() != padre:
             break
         time.sleep(0.05)

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.bounds import HANG
+
 PROPIEDADES = Path(__file__).resolve().parents[2] / "notebooks" / "propiedades"
 sys.path.insert(0, str(PROPIEDADES))
 
@@ -51,7 +53,7 @@ class Server:
         self.puerto = int(self.url.rsplit(":", 1)[1])
 
     def get(self, path: str) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.url}{path}", timeout=30) as answer:
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=HANG) as answer:
             return dict(json.load(answer))
 
     def counted(self) -> dict[str, Any]:
@@ -75,7 +77,7 @@ class Server:
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", "A2A-Version": "1.0"},
         )
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=HANG) as answer:
             return str(json.load(answer)["result"]["status"]["state"])
 
     def suelta(self) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from synaptum_lite import FinalStep, Risk, Session, load_events
 from synaptum_lite.integrations.a2a import remote_agent
+from tests.bounds import HANG
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER = "Recomiendo el TP1947, según un servidor del SDK de referencia."
@@ -42,14 +43,14 @@ def reference_server():
         @staticmethod
         def release() -> None:
             """Every task, held working until now, may end."""
-            with urllib.request.urlopen(f"{Server.url}/release", timeout=30) as answer:
+            with urllib.request.urlopen(f"{Server.url}/release", timeout=HANG) as answer:
                 assert json.load(answer) == {"released": True}
 
         @staticmethod
         def stop() -> list[str]:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-            rest, _ = process.communicate(timeout=20)
+            rest, _ = process.communicate(timeout=HANG)
             received.extend(
                 line.split()[1] for line in rest.splitlines() if line.startswith("received")
             )

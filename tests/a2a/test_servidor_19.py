@@ -11,6 +11,8 @@ import subprocess
 import sys
 import urllib.request
 
+from tests.bounds import HANG
+
 from .conftest import PROPIEDADES
 
 
@@ -41,10 +43,10 @@ def test_a_client_killed_mid_request_leaves_no_trace_and_no_message_counted():
                 )
                 client.shutdown(socket.SHUT_WR)  # what the kernel does for a process killed now
                 assert client.recv(1024) == b""  # no answer: nobody is there to hear one
-        with urllib.request.urlopen(f"{url}/contador", timeout=10) as answer:
+        with urllib.request.urlopen(f"{url}/contador", timeout=HANG) as answer:
             counted = json.load(answer)
         assert counted["ids"] == [] and counted["peticiones"] == {}
     finally:
         server.kill()
-        _, stderr = server.communicate(timeout=10)
+        _, stderr = server.communicate(timeout=HANG)
     assert stderr == ""

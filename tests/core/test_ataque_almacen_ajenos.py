@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import DamagedStore, NotAJournal, SqliteCheckpointer
+from tests.bounds import HANG
 
 from .conftest import run
 from .test_kill import ROOT
@@ -124,7 +125,7 @@ def test_a_journal_in_a_read_only_folder_says_the_folder_is_the_reason(tmp_path)
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert read.returncode == 0, read.stderr
     journal, subfolder = read.stdout.splitlines()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import LockFailed, SqliteCheckpointer
+from tests.bounds import HANG
 
 from .agents import ANSWER
 from .conftest import run
@@ -38,7 +39,7 @@ def driver(lock: str, database: str, tmp, run_id: str) -> subprocess.CompletedPr
     arguments = [database, run_id, str(tmp / f"{run_id}.effects")]
     code = f"{setup}from tests.core.agents import main; main({arguments!r})"
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG
     )
 
 
@@ -170,7 +171,7 @@ def test_without_ofd_locks_a_lock_file_this_process_may_only_read_still_locks(tm
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert held.returncode == 0, held.stderr
     assert held.stdout == "held\n"

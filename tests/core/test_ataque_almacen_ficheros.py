@@ -20,6 +20,7 @@ import pytest
 
 from synaptum_lite import SqliteCheckpointer
 from synaptum_lite.errors import StoreReplaced
+from tests.bounds import HANG
 
 from .agents import ANSWER
 from .test_kill import ROOT, _model_steps_completed_before, child, effects, model_calls
@@ -35,7 +36,7 @@ def attacked(database: Path, tmp: Path, remove: str, after: int, die_at: int) ->
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     return len(asyncio.run(SqliteCheckpointer(database).records("r")))

@@ -19,6 +19,7 @@ import pytest
 
 from synaptum_lite import SqliteCheckpointer
 from synaptum_lite.stores.transfer import export_run
+from tests.bounds import HANG
 
 from .agents import ANSWER
 from .test_kill import ROOT, _model_steps_completed_before, child, effects, model_calls
@@ -34,7 +35,7 @@ def importer(export: str, database: str, *flags: str) -> subprocess.CompletedPro
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

@@ -26,6 +26,7 @@ import pytest
 from synaptum_lite import Agent, Session, SqliteCheckpointer, tool
 from synaptum_lite.stores.transfer import seal
 from synaptum_lite.testing import ScriptedGateway, calls, says
+from tests.bounds import HANG
 
 from .test_cli import STORE_KINDS, ask_approval, events_of, kill, stalled_owner, store_in
 from .test_kill import ROOT, child, effects
@@ -46,7 +47,7 @@ def cli(
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 
@@ -115,7 +116,7 @@ def test_a_command_started_with_stdout_closed_says_so_and_what_it_wrote(journal:
     def closed(*args: str) -> subprocess.CompletedProcess[str]:
         command = " ".join([sys.executable, "-m", "synaptum_lite", *args, ">&-"])
         return subprocess.run(
-            ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60
+            ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=HANG
         )
 
     listed = closed("runs", str(journal))
@@ -487,7 +488,7 @@ def test_looking_at_a_run_never_makes_a_driver_that_asks_for_it_find_it_busy(
         assert looked.returncode == 0
     finally:
         stop.touch()
-        out, _ = driver.communicate(timeout=60)
+        out, _ = driver.communicate(timeout=HANG)
     taken, busy = map(int, out.split())
     assert taken > 0 and busy == 0, f"the driver took the run {taken} times, found it busy {busy}"
 
@@ -504,7 +505,7 @@ def test_import_without_an_export_on_stdin_says_so_and_creates_nothing(tmp_path:
             input=stdin,
             stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
-            timeout=60,
+            timeout=HANG,
         )
 
     closed = subprocess.run(  # no stdin at all: `synaptum-lite import nuevo.db <&-`
@@ -513,7 +514,7 @@ def test_import_without_an_export_on_stdin_says_so_and_creates_nothing(tmp_path:
         env=os.environ | {"PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert closed.returncode == 2, closed.stderr  # before: 1, "AttributeError: 'NoneType' ..."
     assert closed.stderr == (
@@ -619,7 +620,7 @@ def test_runs_with_headers_of_any_shape_an_import_took_are_listed_and_shown(
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
         )
         assert imported.returncode == 0, imported.stderr  # the store takes them
     listed = cli("runs", str(journal))
@@ -650,7 +651,7 @@ def test_a_refused_import_creates_no_store_and_leaves_no_unreadable_run(
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
         )
 
     damaged = imported(tmp_path / "nuevo.db", first_line_only_good)
@@ -775,7 +776,7 @@ def test_a_run_whose_delegation_waits_in_its_sub_run_says_where_and_is_resolved_
 
     def drive(mode: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-c", DELEGATING, store, str(payments), mode]
-        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
 
     assert drive("die").returncode == -signal.SIGKILL  # inside the payment, after it was made
     listed = cli("runs", store, "--state", "waiting", "--width", "140").stdout.splitlines()
@@ -932,7 +933,7 @@ def test_the_exit_code_is_the_answer_even_when_stderr_cannot_be_written(journal:
     for redirect in ("2>/dev/full", "2>&-"):
         for args, code in ((("runs", "falta.db"), 3), (("show", str(journal), "otro"), 3)):
             command = " ".join([sys.executable, "-m", "synaptum_lite", *args, redirect])
-            done = subprocess.run(["bash", "-c", command], cwd=ROOT, timeout=60)
+            done = subprocess.run(["bash", "-c", command], cwd=ROOT, timeout=HANG)
             assert done.returncode == code, (redirect, args)  # before: 1, its traceback lost
 
 
@@ -947,7 +948,7 @@ def test_an_export_saved_by_a_windows_editor_imports_as_it_was(
         input=saved,
         cwd=ROOT,
         capture_output=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert imported.returncode == 0, imported.stderr  # before: "not a synaptum_lite journal"
     assert cli("export", str(copy), "incierto").stdout == export
@@ -1009,7 +1010,7 @@ def test_every_help_fits_80_columns_and_names_every_exit_code() -> None:
             env=os.environ | {"COLUMNS": "80"},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
         ).stdout
         assert [line for line in shown.splitlines() if len(line) > 80] == [], command
         assert all(f"\n  {code}  " in shown for code in (0, 1, 2, 3, 4, 5, 6, 130)), command

@@ -22,6 +22,7 @@ import pytest
 
 from synaptum_lite import Agent, Proposal, Session, SqliteCheckpointer, Verdict, load_events
 from synaptum_lite.testing import ScriptedGateway, says
+from tests.bounds import HANG
 from tests.postgres.store import postgres_location, require_server
 
 from .agents import HERRAMIENTAS, TASK, cajero, open_store, responder
@@ -40,7 +41,7 @@ def cli(*args: str, stdin: str | None = None, cwd: Path = ROOT) -> subprocess.Co
         env={k: v for k, v in os.environ.items() if k != "COLUMNS"},  # 80 columns, as documented
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

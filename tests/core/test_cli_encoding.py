@@ -15,6 +15,7 @@ import sys
 
 from synaptum_lite import Agent, Session, SqliteCheckpointer, load_events, tool
 from synaptum_lite.testing import ScriptedGateway, calls, says
+from tests.bounds import HANG
 
 RESULT = "saldo: 4.200 € → disponible; «ŝ» ✓"  # → and ✓ are not in cp1252
 
@@ -44,7 +45,7 @@ def cli_in_cp1252(*args: str, stdin: bytes | None = None) -> subprocess.Complete
         input=stdin,
         env={**os.environ, "PYTHONIOENCODING": "cp1252"},
         capture_output=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import FinalStep, ModelStep, Phase, ToolStep, load_events
+from tests.bounds import HANG
 from tests.postgres.store import postgres_location
 
 from .agents import ANSWER, open_store
@@ -67,7 +68,7 @@ def child(store: str, tmp: Path, run_id: str, *flags: str) -> subprocess.Complet
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
+
 from .test_kill import ROOT
 
 pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
@@ -30,7 +32,7 @@ def child(tmp: Path, scenario: str, action: str) -> subprocess.CompletedProcess[
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import LockFailed, RunBusy, SqliteCheckpointer
+from tests.bounds import HANG
 
 from .agents import ANSWER
 from .conftest import run
@@ -35,7 +36,7 @@ def worker(store: str, tmp: Path, *flags: str, cwd: Path = ROOT, wait: bool = Tr
             [*command, *flags], cwd=cwd, env=environment, stdout=subprocess.PIPE, text=True
         )
     return subprocess.run(
-        [*command, *flags], cwd=cwd, env=environment, capture_output=True, text=True, timeout=60
+        [*command, *flags], cwd=cwd, env=environment, capture_output=True, text=True, timeout=HANG
     )
 
 

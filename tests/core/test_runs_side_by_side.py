@@ -25,6 +25,7 @@ from types import ModuleType
 import pytest
 
 from synaptum_lite import FinalStep, Session, UncertainEffect, load_events
+from tests.bounds import HANG
 
 pytestmark = pytest.mark.posix_signals  # it SIGKILLs child processes
 
@@ -51,7 +52,7 @@ def drive(folder: Path, *death: str) -> subprocess.CompletedProcess[str]:
         + list(death),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
 
 

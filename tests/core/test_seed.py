@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from scripts.pages import expected_block, read_notebook
+from tests.bounds import HANG
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -30,7 +31,7 @@ def test_the_seed_program_prints_the_seed_block_byte_for_byte():
         capture_output=True,
         text=True,
         encoding="utf-8",
-        timeout=60,
+        timeout=HANG,
         check=True,
     )
     assert result.stdout == SEED_OUTPUT

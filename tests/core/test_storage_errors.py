@@ -27,6 +27,7 @@ from synaptum_lite import (
     load_events,
 )
 from synaptum_lite.testing import ScriptedGateway, says
+from tests.bounds import HANG
 
 from .conftest import run
 from .test_kill import ROOT
@@ -186,7 +187,7 @@ def test_a_read_only_journal_reads_its_closed_run_and_says_why_the_open_one_cann
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert written.returncode == 0, written.stderr
     (tmp_path / "runs.db.lock").touch()
@@ -207,7 +208,7 @@ def test_a_read_only_journal_reads_its_closed_run_and_says_why_the_open_one_cann
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG,
     )
     assert read.returncode == 0, read.stderr
     assert read.stdout.splitlines() == [

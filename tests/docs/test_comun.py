@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from scripts.pages import NOTEBOOKS
+from tests.bounds import HANG
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_vivo_says_a_process_exists_until_mata_kills_it_and_it_is_reaped(comun) 
         assert comun.vivo(child.pid)
     finally:
         comun.mata(child.pid)
-    assert child.wait(timeout=30) == comun.CODIGO_DE_MUERTE
+    assert child.wait(timeout=HANG) == comun.CODIGO_DE_MUERTE
     assert not comun.vivo(child.pid)
 
 

@@ -33,6 +33,7 @@ from scripts.pages import (
     with_expected,
 )
 from scripts.site import rendered_block, start_build
+from tests.bounds import HANG
 
 NOTEBOOK_02 = NOTEBOOKS / "propiedades" / "02_durabilidad.ipynb"
 
@@ -292,7 +293,7 @@ def test_a_warm_parent_started_early_forks_the_kernels_of_the_check(tmp_path: Pa
     [run] = asyncio.run(run_notebooks([path]))
     assert run.problems() == []
     assert run.printed == f"{early.pid}\n"
-    assert kernel_zygote._early is None and early.wait(timeout=10) == 0
+    assert kernel_zygote._early is None and early.wait(timeout=HANG) == 0
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="kernels are forked by a warm parent on Linux")

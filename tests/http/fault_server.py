@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.bounds import HANG
+
 REASONS = {200: "OK", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error"}
 
 
@@ -98,7 +100,7 @@ class FaultServer:
         future = asyncio.run_coroutine_threadsafe(
             asyncio.start_server(self._handle, "127.0.0.1", 0), self._loop
         )
-        self._server = future.result(timeout=5)
+        self._server = future.result(timeout=HANG)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -112,9 +114,9 @@ class FaultServer:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=5)
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=HANG)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=HANG)
 
     def url(self, scenario: str) -> str:
         return f"http://127.0.0.1:{self.port}/{scenario}/v1"

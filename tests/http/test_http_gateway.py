@@ -34,6 +34,7 @@ from synaptum_lite import (  # noqa: E402
 from synaptum_lite.errors import ConfigurationError  # noqa: E402
 from synaptum_lite.gateways.http import DEADLINE, OpenAICompatibleGateway  # noqa: E402
 from synaptum_lite.gateways.http_failures import retry_after  # noqa: E402
+from tests.bounds import HANG  # noqa: E402
 
 from .conftest import KEY, USAGE  # noqa: E402
 from .fault_server import FaultServer  # noqa: E402
@@ -250,7 +251,7 @@ def test_closing_the_stream_closes_the_http_response(server: FaultServer) -> Non
         await upstream.aclose()
         # Still inside the loop: the connection must be gone now, not when the loop shuts down.
         exchange = server.last("stream_endless")
-        for _ in range(50):
+        for _ in range(int(HANG / 0.02)):  # a bound that only ends a hang
             if exchange.disconnected.is_set():
                 break
             await asyncio.sleep(0.02)
@@ -581,7 +582,7 @@ def test_a_call_that_outlives_its_deadline_is_a_provider_error_the_loop_does_not
     assert "did not finish the call within its deadline of 1 s, spent over 1 attempt " in str(error)
     assert "give the call more time with deadline=" in str(error)
     exchange = server.last(scenario)
-    assert server.wait_disconnected(exchange, timeout=5)  # and the connection was closed
+    assert server.wait_disconnected(exchange, timeout=HANG)  # and the connection was closed
 
 
 def run_until_it_fails(

@@ -20,6 +20,7 @@ from synaptum_lite import (
     UnsupportedFormat,
 )
 from synaptum_lite.stores.postgres import PostgresCheckpointer
+from tests.bounds import HANG
 from tests.core.agents import TASK, cajero, double
 from tests.core.conftest import run
 from tests.core.test_conformance import HEADER, model_step
@@ -145,7 +146,7 @@ def test_a_second_process_is_told_busy_while_a_run_is_held(tmp_path):
                 [sys.executable, "-c", code, require_server(), store.schema],
                 capture_output=True,
                 text=True,
-                timeout=60,
+                timeout=HANG,
             )
         return inside
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import websocket
 
+from tests.bounds import HANG
+
 #: Where Debian's package installs it (`apt-get install chromium`).
 CHROMIUM = "/usr/bin/chromium"
 
@@ -118,7 +120,7 @@ class Tab:
 class Browser:
     """A headless Chromium with a throwaway profile."""
 
-    def __init__(self, executable: str, *, timeout: float = 30.0) -> None:
+    def __init__(self, executable: str, *, timeout: float = HANG) -> None:
         self.timeout = timeout
         self._profile = Path(tempfile.mkdtemp(prefix="synaptum-chromium-"))
         self._process = subprocess.Popen(

@@ -51,7 +51,7 @@ def tracked_files() -> dict[str, int]:
 @pytest.fixture(scope="module")
 def downloaded(base_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
-        with urllib.request.urlopen(base_url + ARCHIVE, timeout=60) as response:
+        with urllib.request.urlopen(base_url + ARCHIVE, timeout=HANG) as response:
             content = response.read()
     except urllib.error.HTTPError as error:
         pytest.fail(f"the built site does not serve {ARCHIVE}: HTTP {error.code}", pytrace=False)
