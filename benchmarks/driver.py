@@ -15,6 +15,9 @@ contender that journals in PostgreSQL, `URL#SCHEMA`. Operations (the run is alwa
              to the first call this process makes.
 - `race`     like `resume`, but say ``ready`` first and start only when a line arrives on
              stdin, so that two racers start together; never raises, reports its outcome.
+- `first`    like `resume`, but end the process at its first call, before it is answered:
+             the time to it, the process's peak memory then and before opening the store, and
+             the bytes the store held (what a long run needs, without running its second half).
 - `bytes`    the bytes a store holds. `discard` removes what a PostgreSQL store created.
 
 The result is one JSON object on the last line of stdout.
@@ -26,11 +29,12 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
 import sys
 import time
 from typing import Any, Protocol
 
-from benchmarks.workload import Workload
+from benchmarks.workload import Workload, peak_memory_kb
 
 
 class Contender(Protocol):
@@ -107,10 +111,35 @@ async def resume(
     }
 
 
+async def first(contender: Contender, store: str, n: int) -> dict[str, Any]:
+    work = Workload(n)
+    journal_bytes = contender.stored_bytes(store)
+    before = peak_memory_kb()  # the interpreter, the contender's imports and the workload
+    started = time.perf_counter()
+
+    def report() -> None:  # at the first call, in whatever thread the contender makes it
+        result = {
+            "first_call_s": time.perf_counter() - started,
+            "peak_memory_kb": peak_memory_kb(),
+            "memory_before_kb": before,
+            "journal_bytes": journal_bytes,
+        }
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+        os._exit(0)  # nothing after the first call is measured, and nothing may run on
+
+    work.at_first_call = report
+    handle = await contender.open(store)
+    await contender.drive(handle, work)
+    raise SystemExit("the resume ended without making a call")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("contender")
-    parser.add_argument("operation", choices=["run", "kill", "resume", "race", "bytes", "discard"])
+    parser.add_argument(
+        "operation", choices=["run", "kill", "resume", "race", "first", "bytes", "discard"]
+    )
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--store", required=True)
     options = parser.parse_args()
@@ -124,6 +153,8 @@ def main() -> None:
         result = asyncio.run(run(contender, options.store, options.n))
     elif options.operation == "kill":
         result = asyncio.run(kill(contender, options.store, options.n))
+    elif options.operation == "first":
+        result = asyncio.run(first(contender, options.store, options.n))
     else:
         result = asyncio.run(
             resume(contender, options.store, options.n, racing=options.operation == "race")

@@ -17,6 +17,7 @@ import contextlib
 import json
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,7 +55,20 @@ def _result(process: subprocess.Popen, stdout: str, stderr: str) -> dict[str, An
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def call(contender: Contender, operation: str, n: int, store: str) -> dict[str, Any]:
+def _finish(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The child's output once it ends; past `timeout` seconds it is killed, and
+    `TimeoutExpired` raised."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+
+
+def call(
+    contender: Contender, operation: str, n: int, store: str, *, timeout: float = TIMEOUT
+) -> dict[str, Any]:
     process = subprocess.Popen(
         _command(contender, operation, n, store),
         cwd=REPO,
@@ -62,11 +76,11 @@ def call(contender: Contender, operation: str, n: int, store: str) -> dict[str, 
         stderr=subprocess.PIPE,
         text=True,
     )
-    stdout, stderr = process.communicate(timeout=TIMEOUT)
+    stdout, stderr = _finish(process, timeout)
     return _result(process, stdout, stderr)
 
 
-def kill_at_half(contender: Contender, n: int, store: str) -> None:
+def kill_at_half(contender: Contender, n: int, store: str, *, timeout: float = TIMEOUT) -> None:
     """Run the workload in a child and SIGKILL it inside the model call of turn N/2 + 1."""
     process = subprocess.Popen(
         _command(contender, "kill", n, store),
@@ -75,9 +89,22 @@ def kill_at_half(contender: Contender, n: int, store: str) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    line = process.stdout.readline()
+    expired = threading.Event()  # the child did not pause within `timeout`: it is killed
+
+    def expire() -> None:
+        expired.set()
+        process.kill()
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    try:
+        line = process.stdout.readline()
+    finally:
+        timer.cancel()
     process.send_signal(signal.SIGKILL)
-    stdout, stderr = process.communicate(timeout=TIMEOUT)
+    stdout, stderr = process.communicate()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(process.args, timeout)
     if line.strip() != "paused" or process.returncode != -signal.SIGKILL:
         raise Failed(
             f"{' '.join(process.args)} did not pause at turn {n // 2 + 1}:\n"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import provenance, workload
+from benchmarks import long_runs, provenance, workload
 
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent / "docs"
@@ -56,6 +57,8 @@ def _number(value: float, decimals: int) -> str:
 def _bytes(value: float | None) -> str:
     if value is None:
         return "—"
+    if value >= 1e9:
+        return f"{_number(value / 1e9, 1)} GB"
     return f"{_number(value / 1e3, 0)} kB" if value < 1e6 else f"{_number(value / 1e6, 1)} MB"
 
 
@@ -137,6 +140,7 @@ def render(results: dict[str, Any]) -> str:
         "cpu": figures.table("cpu_per_step_ms", _ms) + _sync_cost(results.get("sync_cost")),
         "closed": figures.table("closed_run_ms", _ms),
         "resume": figures.table("first_call_after_kill_ms", _ms),
+        "long_runs": _long_runs(results.get("long_runs")),
         "repeated": figures.repeated(),
         "race_outcomes": figures.race_outcomes(reference),
         "docs": _docs(_docs_results(results)),
@@ -418,6 +422,118 @@ def _behind(results: dict[str, Any], figures: Figures) -> str:
     )
 
 
+# ── long runs ────────────────────────────────────────────────────────────────────────────────
+
+#: What we asked of ourselves for long runs (issue 32), checked against each measurement
+LONG_GOAL_N, LONG_RESUME_GOAL_MS, LONG_MEMORY_GOAL = 5000, 150.0, 3.0
+_LONG_FIGURES = {
+    "bytes": ("bytes guardados", _bytes),
+    "cpu_per_step_ms": ("CPU por paso", _ms),
+    "closed_run_ms": ("devolver el run cerrado", _ms),
+    "first_call_after_kill_ms": ("de reanudar a la primera llamada", _ms),
+    "memory_kb": (
+        "memoria que añade reanudar",
+        lambda kb: _bytes(None if kb is None else kb * 1024),
+    ),
+}
+
+
+def _long_runs(long: dict[str, Any] | None) -> str:
+    """The long-run table, each contender's exponents, what was extrapolated and why, and the
+    goals for ours."""
+    if not long:
+        return "Esta medición no tiene carreras largas."
+    figures = [what for what, _ in _LONG_FIGURES.values()]
+    header = ["contendiente", "N", *figures, "almacén del run matado"]
+    rows, notes, exponents = [], [], []
+    for key in [k for k in ORDER if k in long]:
+        contender = long[key]
+        for row in contender["rows"]:
+            mark = "≈ " if row["extrapolated"] else ""
+            cells = [contender["label"], _number(row["n"], 0)]
+            cells += [
+                mark + show(row.get(name)) if row.get(name) is not None else "—"
+                for name, (_, show) in _LONG_FIGURES.items()
+            ]
+            rows.append([*cells, _bytes(row.get("journal_bytes"))])
+        figures = contender["exponents"]
+        exponents.append(
+            f"- {contender['label']}: "
+            + " · ".join(
+                f"{what} {'—' if figures.get(name) is None else _number(figures[name], 2)}"
+                for name, (what, _) in _LONG_FIGURES.items()
+            )
+            + "."
+        )
+        stopped = contender["stopped"]
+        if stopped is not None:
+            notes.append(
+                f"- {contender['label']}: desde N = {_number(stopped['n'], 0)}, extrapolado: "
+                f"{_why(stopped['why'])}."
+            )
+    text = [_table(header, rows, "llrrrrrr"), ""]
+    text += [
+        f"Exponentes (pendiente log-log, por mínimos cuadrados, sobre las {long_runs.FITTED} N"
+        " mayores medidas, las de las tablas de arriba incluidas): 1 es lineal; 0, plano.",
+        "",
+        *exponents,
+    ]
+    if notes:
+        text += [
+            "",
+            "Las cifras con ≈ no se midieron: salen de la mayor N medida y de su exponente.",
+            "Donde un contendiente se para:",
+            "",
+            *notes,
+        ]
+    return "\n".join(text) + _long_goals(long)
+
+
+def _why(reason: str) -> str:
+    """A long run's reason to stop, as `benchmarks.long_runs` records it, in the page's words."""
+    found = re.fullmatch(r"predicted (\d+) min of measuring, over (\d+)", reason)
+    if found:
+        return f"medirla llevaría unos {found[1]} min, más de los {found[2]} que se le dan"
+    found = re.fullmatch(r"predicted (\d+) GB stored, over (\d+)", reason)
+    if found:
+        return f"guardaría unos {found[1]} GB, más de los {found[2]} que se le dan"
+    found = re.fullmatch(r"stopped after (\d+) min of measuring", reason)
+    if found:
+        return f"se paró a los {found[1]} min de medir, el límite que se le da"
+    return f"falló ({reason})"
+
+
+def _long_goals(long: dict[str, Any]) -> str:
+    ours = next((r for r in long.get(OURS, {}).get("rows", []) if r["n"] == LONG_GOAL_N), None)
+    if ours is None:
+        return ""
+    resume, memory, journal = (
+        ours["first_call_after_kill_ms"],
+        ours.get("memory_kb"),
+        ours.get("journal_bytes"),
+    )
+    lines = ["", "", f"Las metas de {long[OURS]['label']} a N = {_number(LONG_GOAL_N, 0)}:", ""]
+    measured = "" if not ours["extrapolated"] else " (extrapolado)"
+    lines.append(
+        f"- Reanudar hasta la primera llamada en {_number(LONG_RESUME_GOAL_MS, 0)} ms o menos: "
+        f"{_ms(resume)}{measured}, "
+        + (
+            "se cumple."
+            if resume is not None and resume <= LONG_RESUME_GOAL_MS
+            else "no se cumple."
+        )
+    )
+    if memory is not None and journal:
+        times = memory * 1024 / journal
+        lines.append(
+            f"- Que reanudar no añada más de {_number(LONG_MEMORY_GOAL, 0)} veces lo que ocupa el "
+            f"almacén del run matado: añade {_bytes(memory * 1024)} frente a {_bytes(journal)} "
+            f"({_number(times, 1)} veces), "
+            + ("se cumple." if times <= LONG_MEMORY_GOAL else "no se cumple.")
+        )
+    return "\n".join(lines)
+
+
 # What we asked of ourselves (issue 19), checked against each measurement, never typed in
 RESUME_GOAL_N, RESUME_GOAL_MS, RESUME_GOAL_RATIO = 400, 10.0, 2.0
 CPU_GOAL_MS = 0.5
@@ -576,6 +692,11 @@ def _workload(results: dict[str, Any], runs: dict[str, Any]) -> dict[str, str]:
         "result_bytes": f"{_number(workload.RESULT_BYTES, 0)} B",
         "payload": f"{_number(workload.PAYLOAD_PER_STEP, 0)} B",
         "storage_note": note,
+        "long_sizes": _sizes(
+            results.get("settings", {}).get("long_sizes") or list(long_runs.SIZES)
+        ),
+        "long_minutes": _number(long_runs.TIME_LIMIT_S / 60, 0),
+        "long_gb": _number(long_runs.BYTES_LIMIT / 1e9, 0),
         "open_runs": _count(many.get("open_runs")),
         "steps": _count(many.get("steps")),
         # each run of the pool makes two model calls (benchmarks.many_runs)
@@ -583,6 +704,12 @@ def _workload(results: dict[str, Any], runs: dict[str, Any]) -> dict[str, str]:
         if "model_latency_ms" not in pool
         else f"{_number(2 * pool['model_latency_ms'], 0)} ms",
     }
+
+
+def _sizes(sizes: list[int]) -> str:
+    """`[1000, 2000, 5000]` as the page says it: «1.000, 2.000 y 5.000»."""
+    shown = [_number(n, 0) for n in sizes]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " y " + shown[-1]
 
 
 def _docs_results(results: dict[str, Any]) -> dict[str, Any]:

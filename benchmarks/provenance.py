@@ -6,9 +6,9 @@
 - `provenance`: the commit the code was at, the files under measure that differed from it,
   the machine (CPU model, cores, memory, system, Python, load average at the start and the
   end), and the sha256 of the raw timings (`raw_sha256`, over `canonical(raw)`);
-- the tables the page shows (`imports`, `durable_runs`, `sync_cost`, `docs_check`,
-  `many_runs`): medians, ratios' inputs and exponents, made from `raw` by `derive` here and
-  nowhere else.
+- the tables the page shows (`imports`, `durable_runs`, `long_runs`, `sync_cost`,
+  `docs_check`, `many_runs`): medians, ratios' inputs and exponents, made from `raw` by
+  `derive` here and nowhere else.
 
 `problems(results)` recomputes both: a raw timing edited without its digest, and a table edited
 without its raw timings, each fail naming what disagrees (tests/docs/test_rendimiento.py).
@@ -112,7 +112,7 @@ def machine() -> dict[str, Any]:
 
 def seal(results: dict[str, Any]) -> dict[str, Any]:
     """`results` with its tables made from its raw timings and the digest of those."""
-    sealed = {key: value for key, value in results.items() if key not in SECTIONS}
+    sealed = {key: value for key, value in results.items() if key not in TABLES}
     sealed.update(derive(results["raw"]))
     sealed["provenance"] = {**results["provenance"], "raw_sha256": digest(results["raw"])}
     return sealed
@@ -245,10 +245,61 @@ SECTIONS = {
 }
 
 
+#: The long-run figures, measured or extrapolated at each N.
+LONG_FIGURES = ("bytes", "cpu_per_step_ms", "closed_run_ms", "first_call_after_kill_ms")
+
+
+def long_runs(raw: dict[str, Any], durable: dict[str, Any] | None) -> dict[str, Any]:
+    """Per contender, a row per long N: measured, or extrapolated (and marked so) with the
+    exponent over the largest N measured (`long_runs.exponent`), the durable-run rows'
+    medians included; and
+    each figure's exponent. The memory a resume adds is measured only in long runs."""
+    from benchmarks.long_runs import exponent, predict
+
+    report = {}
+    for key, contender in raw["contenders"].items():
+        measured = contender["rows"]
+        shorter = (durable or {}).get(key, {}).get("rows", [])
+        points = {name: [(r["n"], r[name]) for r in shorter + measured] for name in LONG_FIGURES}
+        points["memory_kb"] = [(r["n"], _memory(r)) for r in measured if _memory(r) is not None]
+        rows = []
+        for n in raw["sizes"]:
+            taken = next((r for r in measured if r["n"] == n), None)
+            if taken is not None:
+                row = {"n": n, "extrapolated": False, **{m: taken[m] for m in LONG_FIGURES}}
+                row["memory_kb"] = _memory(taken)
+                row["journal_bytes"] = taken["journal_bytes"]
+            else:
+                row = {"n": n, "extrapolated": True}
+                row.update({name: predict(points[name], n) for name in points})
+                row["journal_bytes"] = None
+            rows.append(row)
+        report[key] = {
+            "label": contender["label"],
+            "rows": rows,
+            "exponents": {name: exponent(values) for name, values in points.items()},
+            "stopped": contender["stopped"],
+        }
+    return report
+
+
+def _memory(row: dict[str, Any]) -> float | None:
+    """What the resuming process's peak memory grew by while it resumed, in KiB."""
+    if row.get("peak_memory_kb") is None or row.get("memory_before_kb") is None:
+        return None
+    return float(row["peak_memory_kb"] - row["memory_before_kb"])
+
+
+#: Every table `derive` makes: one per section, and the long runs (made with the durable runs).
+TABLES = (*SECTIONS, "long_runs")
+
+
 def derive(raw: dict[str, Any]) -> dict[str, Any]:
     """Every table of the page that `raw` has the timings of."""
-    # through JSON, as the tables are saved: a float reads back the same, a key is a string
     made = {name: table(raw[name]) for name, table in SECTIONS.items() if raw.get(name)}
+    if raw.get("long_runs"):
+        made["long_runs"] = long_runs(raw["long_runs"], made.get("durable_runs"))
+    # through JSON, as the tables are saved: a float reads back the same, a key is a string
     return json.loads(json.dumps(made, ensure_ascii=False))
 
 
@@ -302,7 +353,7 @@ def problems(results: dict[str, Any], name: str = "benchmarks/results/latest.jso
         if not provenance.get(field):
             found.append(f"{name}: the provenance does not say the {field} it was measured on")
     made = derive(raw)
-    for section in SECTIONS:
+    for section in TABLES:
         if section in made or section in results:
             differences: list[str] = []
             _differences(section, results.get(section), made.get(section), differences)

@@ -33,10 +33,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import anchors, durable_runs, imports, many_runs, page, provenance, sync_cost
+from benchmarks import (
+    anchors,
+    durable_runs,
+    imports,
+    long_runs,
+    many_runs,
+    page,
+    provenance,
+    sync_cost,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 COMMAND = "uv run --group bench python -m benchmarks.run"
+PARTS = ("runs", "long", "docs", "imports", "many")
 
 
 def postgres_settings(url: str) -> dict[str, str]:
@@ -59,10 +69,17 @@ def main() -> None:
     parser.add_argument("--docs-repeats", type=int, default=5)
     parser.add_argument("--import-repeats", type=int, default=15)
     parser.add_argument(
+        "--long-sizes",
+        type=int,
+        nargs="+",
+        default=list(long_runs.SIZES),
+        help="the N of the long runs (one repeat each)",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
-        choices=["runs", "docs", "imports", "many"],
-        default=["runs", "docs", "imports", "many"],
+        choices=PARTS,
+        default=list(PARTS),
     )
     parser.add_argument("--quick", action="store_true", help="N = 10 and 50, one repeat, no page")
     parser.add_argument(
@@ -84,10 +101,11 @@ def main() -> None:
             1,
             3,
         )
+        options.long_sizes = [100]
         if options.json == RESULTS:
             options.json = Path(tempfile.gettempdir()) / "synaptum-lite-bench-quick.json"
 
-    drawing = not options.quick and set(options.only) == {"runs", "docs", "imports", "many"}
+    drawing = not options.quick and set(options.only) == set(PARTS)
     if drawing and importlib.util.find_spec("matplotlib") is None:
         raise SystemExit(
             "matplotlib draws the page's plots and is not installed here: run with the bench "
@@ -108,6 +126,7 @@ def main() -> None:
         "provenance": {**provenance.commit(), "machine": provenance.machine()},
         "settings": {
             "sizes": options.sizes,
+            "long_sizes": options.long_sizes,
             "repeats": options.repeats,
             "docs_repeats": options.docs_repeats,
             "import_repeats": options.import_repeats,
@@ -129,6 +148,17 @@ def main() -> None:
             raw["durable_runs"] = durable_runs.measure(
                 contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
             )
+    if "long" in options.only:
+        print(f"long runs, N = {options.long_sizes}, one repeat each", flush=True)
+        durable = provenance.durable_runs(raw["durable_runs"]) if "durable_runs" in raw else {}
+        with tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+            raw["long_runs"] = {
+                "sizes": options.long_sizes,
+                "contenders": long_runs.measure(
+                    contenders, durable, options.long_sizes, Path(scratch), postgres_url, _log
+                ),
+            }
+    if "runs" in options.only:
         print("what waiting for the disk costs a step", flush=True)
         raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:

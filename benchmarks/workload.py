@@ -14,7 +14,7 @@ import statistics
 import string
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 TEXT_BYTES, RESULT_BYTES = 200, 1024
 PAYLOAD_PER_STEP = TEXT_BYTES + RESULT_BYTES
@@ -47,6 +47,8 @@ class Workload:
     Both count, remember when the first call of this process happened (`first_call_at`, a
     `time.perf_counter` reading), and, with `pause_before_turn=k`, the model call of turn
     `k + 1` announces ``paused`` on stdout and blocks there until the process is killed.
+    `at_first_call`, when set, is called at the first call, before it is answered (the
+    `first` operation of `benchmarks.driver` ends the process there).
     """
 
     def __init__(self, n: int, kind: str = "text", *, pause_before_turn: int | None = None) -> None:
@@ -57,6 +59,7 @@ class Workload:
         self.model_calls = 0
         self.tool_runs = 0
         self.first_call_at: float | None = None
+        self.at_first_call: Callable[[], None] | None = None
 
     def answer(self, done: int) -> tuple[str, int | None]:
         self._called()
@@ -73,6 +76,8 @@ class Workload:
     def _called(self) -> None:
         if self.first_call_at is None:
             self.first_call_at = time.perf_counter()
+            if self.at_first_call is not None:
+                self.at_first_call()
 
 
 def pause_until_killed() -> None:
@@ -81,6 +86,17 @@ def pause_until_killed() -> None:
     sys.stdout.flush()
     while True:
         time.sleep(3600)
+
+
+def peak_memory_kb() -> int | None:
+    """The most memory this process has held at once (its peak resident set), in KiB; None
+    where the OS does not say (Windows). Linux reports KiB, macOS bytes."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak
 
 
 def log_log_slope(points: Sequence[tuple[float, float]]) -> float:
