@@ -18,6 +18,8 @@ contender that journals in PostgreSQL, `URL#SCHEMA`. Operations (the run is alwa
 - `first`    like `resume`, but end the process at its first call, before it is answered:
              the time to it, the process's peak memory then and before opening the store, and
              the bytes the store held (what a long run needs, without running its second half).
+- `floor`    the least work our format asks of a resume of `r` (`contenders.lite.resume_floor`):
+             only for a contender that defines `resume_floor`.
 - `bytes`    the bytes a store holds. `discard` removes what a PostgreSQL store created.
 
 The result is one JSON object on the last line of stdout.
@@ -138,7 +140,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("contender")
     parser.add_argument(
-        "operation", choices=["run", "kill", "resume", "race", "first", "bytes", "discard"]
+        "operation",
+        choices=["run", "kill", "resume", "race", "first", "floor", "bytes", "discard"],
     )
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--store", required=True)
@@ -146,6 +149,8 @@ def main() -> None:
     contender: Any = importlib.import_module(f"benchmarks.contenders.{options.contender}")
     if options.operation == "bytes":
         result: dict[str, Any] = {"bytes": contender.stored_bytes(options.store)}
+    elif options.operation == "floor":
+        result = {"floor_s": contender.resume_floor(options.store)}
     elif options.operation == "discard":
         contender.discard(options.store)
         result = {}

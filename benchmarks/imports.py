@@ -2,6 +2,10 @@
 the same interpreter, as subprocesses, alternating. Every repeat is kept (the raw timings); the
 cost is the difference of their medians (`benchmarks.provenance`), and the interpreter's own
 start-up is reported beside it.
+
+For ours, a third command alternates with them: importing only the standard-library modules
+our import loads, as it loads them (`stdlib_modules`). That is the floor of our import: what
+any package needs that uses those modules, before a line of its own runs.
 """
 
 from __future__ import annotations
@@ -27,24 +31,50 @@ def _seconds(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
+_LOADED = (
+    "import sys\n"
+    "before = set(sys.modules)\n"
+    "{imports}\n"
+    "print(' '.join(m for m in sys.modules if m not in before\n"
+    "      and m.partition('.')[0] in sys.stdlib_module_names))\n"
+)
+
+
+def stdlib_modules(contender: Contender) -> list[str]:
+    """The standard-library modules `contender.imports` loads, in the order it loads them."""
+    done = subprocess.run(
+        [contender.python, "-c", _LOADED.format(imports=contender.imports)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_ENVIRONMENT,
+    )
+    return done.stdout.split()
+
+
 def measure(contenders: list[Contender], repeats: int) -> dict[str, dict[str, object]]:
     report = {}
     for contender in contenders:
         if contender.key == "lite_postgres":
             continue  # the same package as `lite`
-        statement = [contender.python, "-c", contender.imports]
-        baseline = [contender.python, "-c", "pass"]
-        _seconds(statement)  # bytecode and the disk cache warm, for both
-        with_import, bare = [], []
-        for repeat in range(repeats):
-            pair = (statement, baseline) if repeat % 2 == 0 else (baseline, statement)
-            first, second = (_seconds(command) for command in pair)
-            with_import.append(first if repeat % 2 == 0 else second)
-            bare.append(second if repeat % 2 == 0 else first)
-        # every repeat as measured; `benchmarks.provenance.derive` makes the medians of them
-        report[contender.key] = {
-            "statement": contender.imports,
-            "python_start_s": bare,
-            "with_import_s": with_import,
+        commands = {
+            "with_import_s": [contender.python, "-c", contender.imports],
+            "python_start_s": [contender.python, "-c", "pass"],
         }
+        stdlib = stdlib_modules(contender) if contender.key == "lite" else []
+        if stdlib:
+            commands["stdlib_s"] = [contender.python, "-c", "import " + ", ".join(stdlib)]
+        for command in commands.values():
+            _seconds(command)  # bytecode and the disk cache warm, for every side
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        names = list(commands)
+        for repeat in range(repeats):
+            shift = repeat % len(names)  # each side goes first in turn
+            for name in names[shift:] + names[:shift]:
+                times[name].append(_seconds(commands[name]))
+        # every repeat as measured; `benchmarks.provenance.derive` makes the medians of them
+        report[contender.key] = {"statement": contender.imports, **times}
+        if stdlib:
+            report[contender.key]["stdlib_modules"] = stdlib
     return report

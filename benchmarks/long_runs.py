@@ -5,7 +5,8 @@ Per contender and N, two fresh stores:
 1. `run`: bytes stored, CPU per step, time to return the closed run;
 2. a kill at N/2 (as in `benchmarks.durable_runs`), then `first`: a resume that ends its
    process at its first call, reporting the time to it, the process's peak memory then and
-   before it opened the store, and the bytes the killed run's store held.
+   before it opened the store, and the bytes the killed run's store held; for ours, then, the
+   least work our format asks of that resume (`floor`), on the same store.
 
 The second half of a resumed run is not run: what a long run costs to resume is the time to
 its first new call, and the calls it repeats are counted at every smaller N.
@@ -30,6 +31,8 @@ from benchmarks.durable_runs import Failed, Stores, call, kill_at_half
 from benchmarks.workload import log_log_slope
 
 SIZES = (1000, 2000, 5000)
+#: The contenders whose resume floor is measured (`contenders.lite.resume_floor`): our format.
+HAS_FLOOR = ("lite",)
 TIME_LIMIT_S = 600.0  # 10 minutes of measuring one N
 BYTES_LIMIT = 10 * 10**9  # 10 GB stored
 
@@ -54,6 +57,9 @@ def measure_one(contender: Contender, n: int, stores: Stores, limit_s: float) ->
         with stores.fresh(contender) as store:
             kill_at_half(contender, n, store, timeout=left())
             first = call(contender, "first", n, store, timeout=left())
+            floor = None
+            if contender.key in HAS_FLOOR:  # read after the resume: it changed nothing it reads
+                floor = call(contender, "floor", n, store, timeout=left())["floor_s"] * 1000
     except subprocess.TimeoutExpired:
         raise OverLimit from None
     return {
@@ -66,6 +72,7 @@ def measure_one(contender: Contender, n: int, stores: Stores, limit_s: float) ->
         "peak_memory_kb": first["peak_memory_kb"],
         "memory_before_kb": first["memory_before_kb"],
         "journal_bytes": first["journal_bytes"],
+        "resume_floor_ms": floor,
     }
 
 

@@ -162,6 +162,10 @@ def imports(raw: dict[str, Any]) -> dict[str, Any]:
             "with_import_ms": with_import * 1000,
             "import_ms": max(with_import - bare, 0.0) * 1000,
         }
+        if item.get("stdlib_s"):  # the floor: the standard library our import loads, alone
+            stdlib = statistics.median(item["stdlib_s"])
+            report[key]["stdlib_modules"] = len(item["stdlib_modules"])
+            report[key]["stdlib_ms"] = max(stdlib - bare, 0.0) * 1000
     return report
 
 
@@ -269,10 +273,11 @@ def long_runs(raw: dict[str, Any], durable: dict[str, Any] | None) -> dict[str, 
                 row = {"n": n, "extrapolated": False, **{m: taken[m] for m in LONG_FIGURES}}
                 row["memory_kb"] = _memory(taken)
                 row["journal_bytes"] = taken["journal_bytes"]
+                row["resume_floor_ms"] = taken.get("resume_floor_ms")
             else:
                 row = {"n": n, "extrapolated": True}
                 row.update({name: predict(points[name], n) for name in points})
-                row["journal_bytes"] = None
+                row["journal_bytes"] = row["resume_floor_ms"] = None
             rows.append(row)
         report[key] = {
             "label": contender["label"],

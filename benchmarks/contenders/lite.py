@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import sqlite3
+import time
+import zlib
 from pathlib import Path
 
 from benchmarks.workload import Workload
@@ -47,3 +52,35 @@ async def close(checkpointer: SqliteCheckpointer) -> None:
 def stored_bytes(store: str) -> int:
     """The journal file and its write-ahead log, if one is left (the lock file holds nothing)."""
     return sum(p.stat().st_size for p in (Path(store), Path(store + "-wal")) if p.exists())
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def resume_floor(store: str) -> float:
+    """Seconds of the least work our journal's format asks of any resume of run `r` before its
+    first new call: read its events from the file, unpack and decode each, and chain the hash
+    of each message of the context they make (its canonical JSON), as the journal's
+    fingerprints do. No object, no check, no generator: the floor our resume runs above."""
+    started = time.perf_counter()
+    connection = sqlite3.connect(store)
+    try:
+        chain = hashlib.sha256(b"synaptum-context-1")
+        query = "SELECT step_id, phase, data FROM events WHERE run_id = 'r' ORDER BY seq"
+        for step, phase, data in connection.execute(query):
+            if phase != "completed":
+                continue
+            if isinstance(data, bytes):
+                data = zlib.decompress(data).decode()
+            payload = json.loads(data)
+            if step.endswith("-model"):
+                message = {"role": "assistant", "content": payload.get("text")}
+                if payload.get("calls"):
+                    message["tool_calls"] = payload["calls"]
+            else:
+                message = {"role": "tool", "content": payload["content"], "tool_call_id": step}
+            chain.update(hashlib.sha256(_CANONICAL.encode(message).encode()).digest())
+        chain.hexdigest()
+    finally:
+        connection.close()
+    return time.perf_counter() - started

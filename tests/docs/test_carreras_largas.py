@@ -97,6 +97,7 @@ def sealed_with_long_runs() -> dict[str, Any]:
             "peak_memory_kb": 27000 + 4 * n,
             "memory_before_kb": 27000,
             "journal_bytes": 700 * n,
+            "resume_floor_ms": 0.03 * n,
         }
         for n in (1000, 2000)
     ]
@@ -147,3 +148,29 @@ def test_a_long_run_figure_edited_in_the_results_fails_the_check() -> None:
     assert found and found[0].startswith(
         "benchmarks/results/latest.json: long_runs.lite.rows[1].first_call_after_kill_ms: "
     )
+
+
+def test_each_floor_stands_beside_its_figure_with_what_is_ours_above_it() -> None:
+    results = json.loads(RESULTS.read_text(encoding="utf-8"))
+    ours = results["raw"]["imports"]["lite"]
+    # the standard library our import loads, alone: 80 ms above a bare interpreter's start
+    ours["stdlib_modules"] = ["asyncio", "json", "sqlite3"]
+    ours["stdlib_s"] = [start + 0.080 for start in ours["python_start_s"]]
+    results["raw"]["long_runs"] = sealed_with_long_runs()["raw"]["long_runs"]
+    results = provenance.seal(results)
+    text = page.render(results)
+    floors = text[text.index("## Suelos") : text.index("## Almacenamiento")]
+
+    assert floors.startswith("## Suelos\n\nCuatro cifras de esta medición tienen un suelo")
+    imported = results["imports"]["lite"]
+    assert imported["stdlib_modules"] == 3
+    assert imported["stdlib_ms"] == pytest.approx(80.0)
+    assert (
+        f"| importar el paquete | {page._ms(imported['import_ms'])} | 80,0 ms | importar solo "
+        "los 3 módulos de la biblioteca estándar que carga |"
+    ) in floors
+    # ours at 2,000, the largest N whose floor was measured: 180 ms over a floor of 60
+    assert (
+        "| de reanudar a la primera llamada (N = 2.000) | 180 ms | 60,0 ms | leer el journal,"
+    ) in floors
+    assert floors.rstrip().endswith("| 120 ms (3,0×) |")
