@@ -533,7 +533,8 @@ def _why(reason: str) -> str:
     found = re.fullmatch(r"stopped after (\d+) min of measuring", reason)
     if found:
         return f"se paró a los {found[1]} min de medir, el límite que se le da"
-    return f"falló ({reason})"
+    first = reason.strip().splitlines()[0] if reason.strip() else "?"
+    return f"falló ({first[:200]})"  # the whole failure is in latest.json
 
 
 def _long_goals(long: dict[str, Any]) -> str:
