@@ -185,8 +185,7 @@ class Figures:
         whole = self.runs[key]["growth_exponent"]
         top = None
         if len(rows) >= 2:
-            a, b = rows[-2], rows[-1]
-            top = math.log(b["bytes"] / a["bytes"]) / math.log(b["n"] / a["n"])
+            top = workload.log_log_slope([(row["n"], row["bytes"]) for row in rows[-2:]])
         return " · ".join("—" if x is None else _number(x, 2) for x in (whole, top))
 
     def table(self, metric: str, show: Callable[[Any], str]) -> str:

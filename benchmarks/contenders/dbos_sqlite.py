@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from pathlib import Path
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
-from benchmarks.workload import Workload
+from benchmarks.workload import Workload, sqlite_bytes
 
 _work: Workload | None = None
 _ready = threading.Event()
@@ -87,5 +86,4 @@ async def close(handle: str) -> None:
     DBOS.destroy()
 
 
-def stored_bytes(store: str) -> int:
-    return sum(p.stat().st_size for p in (Path(store), Path(store + "-wal")) if p.exists())
+stored_bytes = sqlite_bytes

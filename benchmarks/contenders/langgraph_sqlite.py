@@ -6,7 +6,6 @@ Runs in an environment of its own (`benchmarks.anchors`)."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -14,7 +13,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from benchmarks.workload import Workload
+from benchmarks.workload import Workload, sqlite_bytes
 
 
 def build(work: Workload, saver: SqliteSaver):
@@ -66,5 +65,4 @@ async def close(saver: SqliteSaver) -> None:
     saver.conn.close()
 
 
-def stored_bytes(store: str) -> int:
-    return sum(p.stat().st_size for p in (Path(store), Path(store + "-wal")) if p.exists())
+stored_bytes = sqlite_bytes

@@ -7,9 +7,8 @@ import json
 import sqlite3
 import time
 import zlib
-from pathlib import Path
 
-from benchmarks.workload import Workload
+from benchmarks.workload import Workload, sqlite_bytes
 from synaptum_lite import Agent, Risk, Session, SqliteCheckpointer, tool
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
@@ -49,9 +48,7 @@ async def close(checkpointer: SqliteCheckpointer) -> None:
     await checkpointer.close()
 
 
-def stored_bytes(store: str) -> int:
-    """The journal file and its write-ahead log, if one is left (the lock file holds nothing)."""
-    return sum(p.stat().st_size for p in (Path(store), Path(store + "-wal")) if p.exists())
+stored_bytes = sqlite_bytes
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))

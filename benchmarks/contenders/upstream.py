@@ -5,8 +5,6 @@ checkpointer: the same workload through its own `Agent`, `Session`, `SqliteCheck
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from synaptum import (
     Agent,
     Limits,
@@ -22,7 +20,7 @@ from synaptum import (
 from synaptum.core.types import FinishReason
 from synaptum.testing import DEFAULT_USAGE, FakeGateway, says
 
-from benchmarks.workload import Workload
+from benchmarks.workload import Workload, sqlite_bytes
 
 
 def build(work: Workload) -> tuple[Agent, FakeGateway]:
@@ -75,5 +73,4 @@ async def close(checkpointer: SqliteCheckpointer) -> None:
     checkpointer.close()
 
 
-def stored_bytes(store: str) -> int:
-    return sum(p.stat().st_size for p in (Path(store), Path(store + "-wal")) if p.exists())
+stored_bytes = sqlite_bytes
