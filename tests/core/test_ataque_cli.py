@@ -541,7 +541,7 @@ def test_import_without_an_export_on_stdin_says_so_and_creates_nothing(tmp_path:
 #: background without job control (`command &` in a script) starts it with SIGINT ignored, and
 #: every process below inherits that (exec keeps a signal ignored): Python then installs no
 #: handler, asyncio none either, and Ctrl-C does nothing, as the convention wants. A suite run
-#: that way (a load run in the background) once saw the listing end 0 with nothing on stderr.
+#: that way (two load runs in the background) saw the listing end 0 with nothing on stderr.
 AS_FROM_A_TERMINAL = (
     "import runpy, signal\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)  # what Python sets at SIG_DFL\n"
