@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Any, Protocol
 
-from benchmarks.workload import Workload, peak_memory_kb
+from benchmarks.workload import Workload, peak_memory_kb, reset_peak_memory
 
 
 class Contender(Protocol):
@@ -116,7 +116,8 @@ async def resume(
 async def first(contender: Contender, store: str, n: int) -> dict[str, Any]:
     work = Workload(n)
     journal_bytes = contender.stored_bytes(store)
-    before = peak_memory_kb()  # the interpreter, the contender's imports and the workload
+    # what it holds before opening: the interpreter, the contender's imports and the workload
+    before = reset_peak_memory() or peak_memory_kb()
     started = time.perf_counter()
 
     def report() -> None:  # at the first call, in whatever thread the contender makes it

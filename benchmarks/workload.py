@@ -96,14 +96,43 @@ def pause_until_killed() -> None:
 
 
 def peak_memory_kb() -> int | None:
-    """The most memory this process has held at once (its peak resident set), in KiB; None
-    where the OS does not say (Windows). Linux reports KiB, macOS bytes."""
+    """The most memory this process has held at once (its peak resident set) in KiB, since it
+    started or since `reset_peak_memory`; None where the OS does not say (Windows). Linux
+    reports KiB, macOS bytes."""
+    since_reset = _proc_status_kb("VmHWM")
+    if since_reset is not None:
+        return since_reset
     try:
         import resource
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak
+
+
+def reset_peak_memory() -> int | None:
+    """Start this process's peak over from the memory it holds now, and return that (KiB), so
+    `peak_memory_kb` then says how far above it the process went. Linux only (its `clear_refs`
+    sets the peak resident set back); None elsewhere, where the peak stays the one since the
+    process started (memory freed before is reused unseen, so what comes after looks smaller)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as control:
+            control.write("5")
+    except OSError:
+        return None
+    return _proc_status_kb("VmRSS")
+
+
+def _proc_status_kb(field: str) -> int | None:
+    """A `field: N kB` line of /proc/self/status, or None where there is none."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
 
 
 def log_log_slope(points: Sequence[tuple[float, float]]) -> float:

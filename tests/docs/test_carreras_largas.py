@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ import pytest
 from benchmarks import anchors, durable_runs, long_runs, page, provenance
 from benchmarks.contenders.lite import stored_bytes
 from synaptum_lite import Phase, SqliteCheckpointer, load_events
+from tests.bounds import HANG
 
 RESULTS = Path(page.HERE) / "results" / "latest.json"
 
@@ -53,6 +56,24 @@ def test_first_ends_the_resume_at_its_first_call_before_it_is_answered(tmp_path:
     # the killed child answered turns 1..N/2; the resumer called once more and was ended there
     assert len(answered) == n // 2
     assert [e.phase for e in models[-1:]] == [Phase.ATTEMPTED]
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux's clear_refs")
+def test_the_memory_a_resume_adds_counts_from_what_the_process_holds_before_it() -> None:
+    # Memory held and freed before (here 128 MiB) left the process's peak above anything the
+    # resume adds, which then read as 0 kB added; the peak starts over instead.
+    code = (
+        "from benchmarks.workload import peak_memory_kb, reset_peak_memory\n"
+        "held = bytearray(128 << 20); held[::4096] = b'x' * len(held[::4096]); del held\n"
+        "before = reset_peak_memory()\n"
+        "added = bytearray(16 << 20); added[::4096] = b'x' * len(added[::4096])\n"
+        "print(before, peak_memory_kb())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=HANG
+    )
+    before, peak = map(int, done.stdout.split())
+    assert 16 * 1024 <= peak - before < 64 * 1024
 
 
 def test_an_exponent_is_fitted_over_the_largest_n_and_predicts_along_it() -> None:
