@@ -229,7 +229,19 @@ def test_a_server_that_goes_silent_mid_call_is_lost_after_the_timeout_and_nothin
 ):
     effects, store = tmp_path / "efectos.jsonl", tmp_path / "runs.db"
 
+    async def up_to_the_call():
+        # Every call before the one the server goes silent in, under the default timeout: on a
+        # busy machine one of them could take over a second to answer, and none is this test's.
+        async with server(effects) as connected:
+            async for step in agent(connected.tools).run(
+                TASK, session=session("calla", connected.tools, store)
+            ):
+                if step.step_id == "000006-model" and step.phase is Phase.COMPLETED:
+                    return  # the model has asked for avisar_cliente, not yet called
+
     async def until_silence():
+        # The run resumed: its one new call is the one the server goes silent in, the only call
+        # under the 1 s timeout.
         with open(tmp_path / "servidor.log", "w", encoding="utf-8") as log:
             async with connect(
                 sys.executable,
@@ -246,6 +258,8 @@ def test_a_server_that_goes_silent_mid_call_is_lost_after_the_timeout_and_nothin
                 ):
                     pass
 
+    asyncio.run(up_to_the_call())
+    assert effects_of(effects)["avisar_cliente"] == 0
     with pytest.raises(McpServerLost) as lost:
         asyncio.run(until_silence())
     assert str(lost.value).startswith(
