@@ -580,7 +580,10 @@ def _floors(results: dict[str, Any]) -> str:
         per_commit = sync["commit_cpu_ms"]["full"] - sync["commit_cpu_ms"]["normal"]
         rows.append(
             _floor_row(
-                f'CPU por paso (N = {sync["n"]}, `durability="full"`)',
+                # in the process that measures its floor, beside it: not the summary's figure,
+                # which each durable run measures in a process of its own
+                f'CPU por paso (N = {sync["n"]}, `durability="full"`, en el proceso que mide '
+                "su suelo)",
                 sync["step_cpu_ms"]["full"],
                 commits * per_commit,
                 f"sincronizar el disco en cada commit: {_number(commits, 1)} commits × "
