@@ -95,15 +95,21 @@ def timed(
 
 
 def measure(
-    repeats: int = 7, copies: int = 1, *, nbval: bool = True, baseline: Path | None = None
+    repeats: int = 7,
+    copies: int = 1,
+    *,
+    nbval: bool = True,
+    baseline: Path | None = None,
+    first: int | None = None,
 ) -> dict:
     """Wall times of each contender (`times`, one per repeat), the notebooks verified, the
     environment, and the time of each notebook inside our runner (`per_notebook`).
 
     `nbval=False` leaves nbval out; `baseline`, another checkout of this repository (e.g.
     `git archive` of an older commit), adds its docs check on the same notebooks, so a change
-    to the runner is measured before and after in the same sitting."""
-    notebooks = property_notebooks()
+    to the runner is measured before and after in the same sitting; `first` verifies only the
+    first that many notebooks (`benchmarks.run --quick`: the machinery, not the figures)."""
+    notebooks = property_notebooks()[:first]
     env = kernel_environment()
     env.update(JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
     # As on a machine that caches bytecode (the usual one): with PYTHONDONTWRITEBYTECODE set,

@@ -16,7 +16,8 @@ Every figure is a median over repeats and is shown as a ratio to ours. Not a tes
 here are only compared with each other, measured in the same run on the same machine. The
 results keep every repeat (`raw`), the commit and the machine they were measured on, and the
 digest of the raw timings; the tables are made from the raw timings (`benchmarks.provenance`).
-`--quick` is for working on the benchmark itself (small N, one repeat, no page);
+`--quick` is for working on the benchmark itself (small N, one repeat, the docs check on three
+notebooks, no page);
 `--page-only` regenerates the page from the JSON without measuring.
 """
 
@@ -163,7 +164,7 @@ def main() -> None:
         raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:
         print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
-        raw["docs_check"] = _docs_check(options.docs_repeats)
+        raw["docs_check"] = _docs_check(options.docs_repeats, 3 if options.quick else None)
     if "many" in options.only:
         print("many runs in one store, and a worker pool", flush=True)
         raw["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
@@ -181,11 +182,11 @@ def main() -> None:
         print(f"wrote {page.PAGE}", flush=True)
 
 
-def _docs_check(repeats: int) -> dict[str, object]:
+def _docs_check(repeats: int, first: int | None) -> dict[str, object]:
     from benchmarks import docs_check
 
     try:
-        return docs_check.measure(repeats)
+        return docs_check.measure(repeats, first=first)
     except SystemExit as exc:  # a notebook that does not run cleanly: say so, keep the rest
         print(f"  docs check not measured: {exc}", file=sys.stderr, flush=True)
         return {"failure": str(exc)}
