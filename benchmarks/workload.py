@@ -126,7 +126,7 @@ def reset_peak_memory() -> int | None:
 def _proc_status_kb(field: str) -> int | None:
     """A `field: N kB` line of /proc/self/status, or None where there is none."""
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as status:
             for line in status:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])
