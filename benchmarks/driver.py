@@ -16,8 +16,9 @@ contender that journals in PostgreSQL, `URL#SCHEMA`. Operations (the run is alwa
 - `race`     like `resume`, but say ``ready`` first and start only when a line arrives on
              stdin, so that two racers start together; never raises, reports its outcome.
 - `first`    like `resume`, but end the process at its first call, before it is answered:
-             the time to it, the process's peak memory then and before opening the store, and
-             the bytes the store held (what a long run needs, without running its second half).
+             the time to it, the memory the process held just before opening the store and its
+             peak from there (`workload.reset_peak_memory`), and the bytes the store held (what a
+             long run needs, without running its second half).
 - `floor`    the least work our format asks of a resume of `r` (`contenders.lite.resume_floor`):
              only for a contender that defines `resume_floor`.
 - `bytes`    the bytes a store holds. `discard` removes what a PostgreSQL store created.

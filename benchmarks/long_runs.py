@@ -4,9 +4,10 @@ Per contender and N, two fresh stores:
 
 1. `run`: bytes stored, CPU per step, time to return the closed run;
 2. a kill at N/2 (as in `benchmarks.durable_runs`), then `first`: a resume that ends its
-   process at its first call, reporting the time to it, the process's peak memory then and
-   before it opened the store, and the bytes the killed run's store held; for ours, then, the
-   least work our format asks of that resume (`floor`), on the same store.
+   process at its first call, reporting the time to it, the memory the process held just
+   before it opened the store and its peak from there, and the bytes the killed run's store
+   held; for ours, then, the least work our format asks of that resume (`floor`), on the same
+   store.
 
 The second half of a resumed run is not run: what a long run costs to resume is the time to
 its first new call, and the calls it repeats are counted at every smaller N.

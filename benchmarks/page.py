@@ -443,8 +443,8 @@ def _long_runs(long: dict[str, Any] | None) -> str:
     goals for ours."""
     if not long:
         return "Esta medición no tiene carreras largas."
-    figures = [what for what, _ in _LONG_FIGURES.values()]
-    header = ["contendiente", "N", *figures, "almacén del run matado"]
+    header = ["contendiente", "N", *(what for what, _ in _LONG_FIGURES.values())]
+    header.append("almacén del run matado")
     rows, notes, exponents = [], [], []
     for key in [k for k in ORDER if k in long]:
         contender = long[key]
@@ -456,11 +456,11 @@ def _long_runs(long: dict[str, Any] | None) -> str:
                 for name, (_, show) in _LONG_FIGURES.items()
             ]
             rows.append([*cells, _bytes(row.get("journal_bytes"))])
-        figures = contender["exponents"]
+        slopes = contender["exponents"]
         exponents.append(
             f"- {contender['label']}: "
             + " · ".join(
-                f"{what} {'—' if figures.get(name) is None else _number(figures[name], 2)}"
+                f"{what} {'—' if slopes.get(name) is None else _number(slopes[name], 2)}"
                 for name, (what, _) in _LONG_FIGURES.items()
             )
             + "."
