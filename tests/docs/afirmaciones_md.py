@@ -87,6 +87,7 @@ from synaptum_lite.stores.transfer import (  # noqa: E402
     seal,
 )
 from synaptum_lite.testing import ScriptedGateway, calls, says  # noqa: E402
+from tests.bounds import HANG  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -626,7 +627,7 @@ def _cli(*arguments: str, stdin: str | None = None) -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         encoding="utf-8",
-        timeout=120,  # only ends a hang
+        timeout=HANG,  # only ends a hang
     )
 
 

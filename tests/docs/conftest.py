@@ -129,7 +129,7 @@ def finished_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int,
             if _first_to_claim(shared, "site.claimed"):  # nobody started it at collection
                 site_dir = shared / "site"
                 build = start_build(site_dir)
-                log, _ = build.communicate(timeout=300)
+                log, _ = build.communicate(timeout=_HANG)
                 _publish(shared / "site.done", (site_dir, build.returncode, log))
             _finished_build = _wait_for(shared / "site.done", "the site build")
             return _finished_build
@@ -138,7 +138,7 @@ def finished_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int,
         else:
             site_dir = tmp_path_factory.mktemp("site")
             build = start_build(site_dir)
-        log, _ = build.communicate(timeout=300)
+        log, _ = build.communicate(timeout=_HANG)
         _finished_build = (site_dir, build.returncode, log)
     return _finished_build
 

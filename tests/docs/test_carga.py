@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scripts.pages import REPO
+from tests.bounds import HANG
 
 
 def _carga(*args: str) -> subprocess.CompletedProcess[str]:
@@ -17,7 +18,7 @@ def _carga(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,  # a hang, not a speed
+        timeout=HANG,  # a hang, not a speed
     )
 
 

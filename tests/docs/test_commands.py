@@ -44,6 +44,7 @@ import pytest
 
 from scripts.pages import DOCS, REPO, how_to_run, property_notebooks, read_notebook
 from scripts.pages import shown_commands as section_commands
+from tests.bounds import HANG
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,7 @@ def _runs(argv: list[str], **options) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         **options,
     )
 

@@ -278,7 +278,7 @@ def test_the_strict_build_fails_on_a_warning(tmp_path: Path) -> None:
         "validation:\n  nav:\n    omitted_files: warn\n"
     )
     build = start_build(tmp_path / "site", config)
-    log, _ = build.communicate(timeout=120)
+    log, _ = build.communicate(timeout=HANG)
     assert build.returncode != 0, log
     assert "huerfana.md" in log
 
@@ -333,3 +333,14 @@ def test_an_unreadable_record_of_last_times_changes_no_result(
     [run] = asyncio.run(run_notebooks([page(tmp_path, "uno", "print(1)")]))
     assert run.printed == "1\n"
     assert json.loads(last.read_text()) == {"uno.ipynb": round(run.seconds, 2)}
+
+
+def test_a_cell_that_never_ends_fails_the_notebook_naming_it_and_the_cells_before_ran(
+    tmp_path: Path,
+) -> None:
+    """The check's bound is a hang's (`kernel.DEFAULT_TIMEOUT`, per cell): a cell that never
+    ends fails its notebook, saying so; what the cells before it printed is kept."""
+    path = page(tmp_path, "cuelga", "print('antes')", "import threading\nthreading.Event().wait()")
+    [run] = asyncio.run(run_notebooks([path], timeout=5))  # the first cell needs milliseconds
+    assert run.printed == "antes\n"
+    assert run.failure == "a cell of cuelga.ipynb did not finish within 5 s"

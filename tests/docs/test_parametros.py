@@ -29,6 +29,7 @@ import pytest
 
 from scripts.kernel import MODEL_VARIABLE_PREFIXES
 from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, how_to_run, property_notebooks
+from tests.bounds import HANG
 
 from .papermill_runs import execute, notebook, on_the_double
 
@@ -322,7 +323,7 @@ def test_the_page_command_ends_with_the_message_when_a_value_is_refused(tmp_path
         capture_output=True,
         text=True,
         env={k: v for k, v in os.environ.items() if not k.startswith(MODEL_VARIABLE_PREFIXES)},
-        timeout=120,
+        timeout=HANG,
     )
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
 from tests.docs import referencia_afirmaciones as ra
 
 
@@ -235,7 +236,7 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
 
 
