@@ -8,7 +8,6 @@ is a *resolved* event of that step. Each event is keyed by `(step_id, phase, att
 from __future__ import annotations
 
 import enum
-import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NotRequired, Self, TypedDict
 
@@ -28,7 +27,6 @@ def step_id(position: int, kind: str) -> str:
     return f"{position:06d}-{kind}"
 
 
-@functools.lru_cache(maxsize=4096)  # a resume parses each id of its journal two or three times
 def parse_step_id(text: str) -> tuple[int, str]:
     """The position and kind a step id names: `000003-tool` → `(3, "tool")`.
 

@@ -9,11 +9,18 @@ step of another kind at a journaled position.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .checkpointer import FORMAT_VERSION, Checkpointer
-from .codec import decode_all
-from .errors import ConfigurationChanged, ReplayDivergence, UncertainEffect, quoted
+from .codec import Record, decode
+from .errors import (
+    ConfigurationChanged,
+    CorruptJournal,
+    ReplayDivergence,
+    UncertainEffect,
+    quoted,
+)
 from .events import (
     ApprovalStep,
     FinalStep,
@@ -84,23 +91,67 @@ def index(events: list[Step]) -> dict[int, StepHistory]:
     return steps
 
 
+def by_position(run_id: str, records: list[Record]) -> dict[int, list[Record]]:
+    """Group a run's stored events by step position, undecoded: `index` before decoding.
+
+    Raises `CorruptJournal` for a record whose key is not a step id, and `ReplayDivergence`
+    for two steps at one position."""
+    grouped: dict[int, list[Record]] = {}
+    for record in records:
+        try:
+            position = parse_step_id(record.step_id)[0]
+        except (ValueError, TypeError) as exc:
+            raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
+        same = grouped.get(position)
+        if same is None:
+            grouped[position] = [record]
+        elif same[0].step_id != record.step_id:
+            raise ReplayDivergence(
+                run_id, record.step_id, f"step {same[0].step_id}", "two steps at one position"
+            )
+        else:
+            same.append(record)
+    return grouped
+
+
+def history_of(run_id: str, records: list[Record]) -> StepHistory:
+    """Decode the stored events of one position (`by_position`), read back as replayed: a
+    completed step is yielded as it is, never copied."""
+    history = StepHistory(records[0].step_id)
+    attempted: Step | None = None
+    for record in records:
+        event = decode(run_id, record, attempted, replayed=True)
+        if event.phase is Phase.ATTEMPTED:
+            attempted = event
+        history.add(event)
+    return history
+
+
 class Journal:
     """One run's journal, opened by its single driver.
 
     The step counter (`position`) is bumped in exactly one place, `next_step`; step ids are
-    derived from it, so a replay mints the same ids as the first pass.
+    derived from it, so a replay mints the same ids as the first pass. A position's stored
+    events are decoded when the loop reaches it and let go when it passes it: a resume holds
+    the journal's rows once, never a decoded copy of all of them beside.
     """
 
     def __init__(
-        self, run_id: str, checkpointer: Checkpointer, steps: dict[int, StepHistory]
+        self,
+        run_id: str,
+        checkpointer: Checkpointer,
+        unread: dict[int, list[Record]] | None = None,
+        *,
+        cut: int = 0,
     ) -> None:
         self.run_id = run_id
         self.checkpointer = checkpointer
-        self.steps = steps
         self.position = 0
         # the first position after the last migration: the steps before it were made on an
         # earlier configuration, so their requests are not compared with this agent's
-        self.cut = max((p + 1 for p, h in steps.items() if h.kind == "migration"), default=0)
+        self.cut = cut
+        self._unread = unread if unread is not None else {}
+        self._read: dict[int, StepHistory] = {}
 
     @classmethod
     async def open(
@@ -118,41 +169,66 @@ class Journal:
             await checkpointer.start(
                 run_id, {"format": FORMAT_VERSION, "agent": configuration, "task": task}
             )
-            return cls(run_id, checkpointer, {}), None
+            return cls(run_id, checkpointer), None
         same_task = state.header.get("task") == task
         if state.closed and same_task and not differences(state.header["agent"], configuration):
-            return cls(run_id, checkpointer, {}), state.final  # without reading the journal
-        # read back as replayed: a completed step is yielded as it is, never copied
-        events = decode_all(run_id, await checkpointer.records(run_id), replayed=True)
-        recorded = in_effect(state.header["agent"], events)
+            return cls(run_id, checkpointer), state.final  # without reading the journal
+        unread = by_position(run_id, await checkpointer.records(run_id))
+        migrations = {
+            p: history_of(run_id, unread[p])
+            for p in sorted(unread)
+            if parse_step_id(unread[p][0].step_id)[1] == "migration"
+        }
+        recorded = in_effect(
+            state.header["agent"], [h.completed for h in migrations.values() if h.completed]
+        )
         changes = differences(recorded, configuration)
         tools = changes.pop("tools", None)
         if not same_task:
             changes["task"] = (state.header.get("task"), task)
-        steps = index(events)
         if tools is not None:  # a journaled call to a tool that is gone names its step
             if not state.closed:
+                steps = {p: history_of(run_id, records) for p, records in unread.items()}
                 _check_used_tools(run_id, steps, recorded["tools"], configuration["tools"])
             changes["tools"] = tools
         if changes:
             raise ConfigurationChanged(run_id, changes)
         if state.closed:
-            return cls(run_id, checkpointer, {}), state.final
-        return cls(run_id, checkpointer, steps), None
+            return cls(run_id, checkpointer), state.final
+        cut = max((p + 1 for p in migrations), default=0)
+        return cls(run_id, checkpointer, unread, cut=cut), None
+
+    def _history(self, position: int) -> StepHistory | None:
+        """What the journal holds at `position`, decoded the first time it is asked for."""
+        history = self._read.get(position)
+        if history is None:
+            records = self._unread.pop(position, None)
+            if records is None:
+                return None
+            history = self._read[position] = history_of(self.run_id, records)
+        return history
+
+    def _passed(self) -> StepHistory | None:
+        """What the journal holds at the next position, and move past it: a position the
+        loop passed is never asked for again, so its events are let go."""
+        history = self._history(self.position)
+        self._read.pop(self.position, None)
+        self.position += 1
+        return history
 
     def peek(self) -> StepHistory | None:
         """What the journal holds at the next position, without minting a step."""
-        return self.steps.get(self.position)
+        return self._history(self.position)
 
     def passed_migrations(self) -> list[MigrationStep]:
         """The migrations journaled at the next position, stepped over: an operator's events
         have positions of their own, and are never work of the loop's."""
         passed = []
-        while (history := self.steps.get(self.position)) is not None and isinstance(
+        while (history := self._history(self.position)) is not None and isinstance(
             history.completed, MigrationStep
         ):
             passed.append(history.completed)
-            self.position += 1
+            self._passed()
         return passed
 
     def next_step(self, kind: str) -> tuple[str, StepHistory | None]:
@@ -161,10 +237,8 @@ class Journal:
         Raises `ReplayDivergence` when the journal holds a step of another kind there.
         """
         self.passed_migrations()
-        position = self.position
-        self.position += 1
-        new_id = step_id(position, kind)
-        history = self.steps.get(position)
+        new_id = step_id(self.position, kind)
+        history = self._passed()
         if history is not None and history.step_id != new_id:
             raise ReplayDivergence(self.run_id, new_id, f"a {history.kind} step", f"a {kind} step")
         return new_id, history
@@ -231,7 +305,7 @@ class Journal:
         return request.as_replayed()
 
 
-def in_effect(started: dict[str, Any], events: list[Step]) -> dict[str, Any]:
+def in_effect(started: dict[str, Any], events: Sequence[Step]) -> dict[str, Any]:
     """The configuration a run runs on: the one that `started` it, or the last one an operator
     migrated it to."""
     configuration = started

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import json
 import sqlite3
@@ -103,6 +105,44 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
             )
         )
     assert (error.value.run_id, error.value.seq) == ("r", 0)
+
+
+def test_a_corrupt_record_deep_in_a_journal_stops_the_resume_before_anything_new(tmp_path: Path):
+    """A resume decodes each position's records when the loop reaches it (journal.py), not
+    all of them first: a record damaged halfway is still found before the run calls the
+    model or runs a tool again, and named, with its position."""
+    path = tmp_path / "runs.db"
+    effects: list[int] = []
+
+    @tool(risk=Risk.SOFT_WRITE)
+    def apuntar(n: int) -> str:
+        """Apunta n."""
+        effects.append(n)
+        return f"apuntado {n}"
+
+    agent = Agent("a", model="m", instructions="i", tools=[apuntar])
+
+    async def first_pass() -> None:  # three turns, then the process stops reading
+        gateway = ScriptedGateway([calls("apuntar", n=n) for n in range(3)])
+        async with contextlib.aclosing(
+            agent.run("t", session=Session("r", gateway, SqliteCheckpointer(path)))
+        ) as steps:
+            async for step in steps:
+                if isinstance(step, ToolStep) and step.result and step.call.arguments == {"n": 2}:
+                    return
+
+    run(first_pass())
+    assert effects == [0, 1, 2]
+    with sqlite3.connect(path) as connection:
+        (seq,) = connection.execute(
+            "SELECT seq FROM events WHERE step_id = '000003-tool' AND phase = 'completed'"
+        ).fetchone()
+        connection.execute("UPDATE events SET data = '{roto' WHERE seq = ?", (seq,))
+    gateway = ScriptedGateway([says("no debería llamarse")])
+    with pytest.raises(CorruptJournal) as error:
+        run(_consume(agent.run("t", session=Session("r", gateway, SqliteCheckpointer(path)))))
+    assert (error.value.run_id, error.value.seq) == ("r", seq)
+    assert (gateway.model_calls, effects) == (0, [0, 1, 2])
 
 
 def test_bad_arguments_to_the_library_are_named():

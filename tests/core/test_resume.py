@@ -33,6 +33,7 @@ from synaptum_lite import (
     load_events,
     tool,
 )
+from synaptum_lite.journal import Journal
 from synaptum_lite.stores.transfer import export_run, import_run
 from synaptum_lite.testing import ScriptedGateway, calls, says
 
@@ -141,6 +142,27 @@ def test_a_closed_run_returns_its_final_step_and_calls_nothing(tmp_path: Path):
     assert len(steps) == 1 and isinstance(steps[0], FinalStep) and steps[0].replayed
     assert steps[0].output == "El saldo es de 4.200,00 €."
     assert (gateway.model_calls, counter.runs) == (0, 1)
+
+
+def test_a_resumed_journal_decodes_a_position_when_reached_and_lets_it_go_once_passed():
+    """What a resume holds (journal.py): each position's records, decoded when the loop asks
+    for them, and nothing once it has passed them; never the whole journal decoded beside."""
+    store = MemoryCheckpointer()
+    agent = make_agent(Counter())
+    first, _ = session(store)
+    run(drive(agent, first, stop_after=("tool", "completed")))
+    journal, closed = run(Journal.open("r", store, agent.configuration, TASK))
+    assert closed is None
+    assert (sorted(journal._unread), journal._read) == ([0, 1], {})
+    model = journal.peek()  # decoded, held until passed
+    assert model is not None and isinstance(model.completed, ModelStep)
+    assert (sorted(journal._unread), list(journal._read)) == ([1], [0])
+    assert journal.next_step("model") == ("000000-model", model)
+    assert (sorted(journal._unread), journal._read) == ([1], {})
+    step_id, tool_step = journal.next_step("tool")
+    assert step_id == "000001-tool" and isinstance(tool_step.completed, ToolStep)
+    assert (journal._unread, journal._read) == ({}, {})
+    assert journal.next_step("model") == ("000002-model", None)
 
 
 def test_the_context_is_rederived_byte_for_byte():
