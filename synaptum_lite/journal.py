@@ -100,7 +100,7 @@ def by_position(run_id: str, records: list[Record]) -> dict[int, list[Record]]:
     for record in records:
         try:
             position = parse_step_id(record.step_id)[0]
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, AttributeError) as exc:
             raise CorruptJournal(run_id, record.seq, f"{type(exc).__name__}: {exc}") from exc
         same = grouped.get(position)
         if same is None:

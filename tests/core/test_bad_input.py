@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-
 import dataclasses
 import json
 import sqlite3
@@ -105,6 +104,27 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
             )
         )
     assert (error.value.run_id, error.value.seq) == ("r", 0)
+
+
+@pytest.mark.parametrize("key", ["000000", "modelo", 7, 7.5, b"000000-model"], ids=repr)
+def test_a_record_whose_key_is_not_a_step_id_names_the_run_and_the_position(
+    tmp_path: Path, key: object
+):
+    path = tmp_path / "runs.db"
+    agent = Agent("a", model="m", instructions="i")
+    run(SqliteCheckpointer(path).load("r"))  # creates the schema
+    with sqlite3.connect(path) as connection:
+        header = json.dumps({"format": 1, "agent": agent.configuration, "task": "t"})
+        connection.execute(
+            "INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,)
+        )
+        connection.execute(
+            "INSERT INTO events VALUES ('r', 0, ?, 'attempted', 1, '{\"fp\":\"x\"}')", (key,)
+        )
+    gateway = ScriptedGateway([says("no debería llamarse")])
+    with pytest.raises(CorruptJournal) as error:
+        run(_consume(agent.run("t", session=Session("r", gateway, SqliteCheckpointer(path)))))
+    assert (error.value.run_id, error.value.seq, gateway.model_calls) == ("r", 0, 0)
 
 
 def test_a_corrupt_record_deep_in_a_journal_stops_the_resume_before_anything_new(tmp_path: Path):
