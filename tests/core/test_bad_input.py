@@ -85,8 +85,9 @@ def test_a_journal_of_a_newer_format_is_refused_untouched(tmp_path: Path):
     assert run(SqliteCheckpointer(path).load("r")).final.output == "hecho"
 
 
-def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
-    path = tmp_path / "runs.db"
+def _resume_one_stored_event(path: Path, step_id: object, data: str) -> tuple[Any, int]:
+    """Store a run `r` whose journal is one attempted event, written by hand (`step_id`,
+    `data`); resume it. Returns what the resume raised and how often it called the model."""
     agent = Agent("a", model="m", instructions="i")
     run(SqliteCheckpointer(path).load("r"))  # creates the schema
     with sqlite3.connect(path) as connection:
@@ -95,36 +96,25 @@ def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
             "INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,)
         )
         connection.execute(
-            "INSERT INTO events VALUES ('r', 0, '000000-model', 'attempted', 1, '{not json')"
+            "INSERT INTO events VALUES ('r', 0, ?, 'attempted', 1, ?)", (step_id, data)
         )
+    gateway = ScriptedGateway([says("no debería llamarse")])
     with pytest.raises(CorruptJournal) as error:
-        run(
-            _consume(
-                agent.run("t", session=Session("r", ScriptedGateway([]), SqliteCheckpointer(path)))
-            )
-        )
-    assert (error.value.run_id, error.value.seq) == ("r", 0)
+        run(_consume(agent.run("t", session=Session("r", gateway, SqliteCheckpointer(path)))))
+    return error.value, gateway.model_calls
+
+
+def test_a_corrupt_record_names_the_run_and_the_position(tmp_path: Path):
+    error, model_calls = _resume_one_stored_event(tmp_path / "runs.db", "000000-model", "{not json")
+    assert (error.run_id, error.seq, model_calls) == ("r", 0, 0)
 
 
 @pytest.mark.parametrize("key", ["000000", "modelo", 7, 7.5, b"000000-model"], ids=repr)
 def test_a_record_whose_key_is_not_a_step_id_names_the_run_and_the_position(
     tmp_path: Path, key: object
 ):
-    path = tmp_path / "runs.db"
-    agent = Agent("a", model="m", instructions="i")
-    run(SqliteCheckpointer(path).load("r"))  # creates the schema
-    with sqlite3.connect(path) as connection:
-        header = json.dumps({"format": 1, "agent": agent.configuration, "task": "t"})
-        connection.execute(
-            "INSERT INTO runs (run_id, header, next_seq) VALUES ('r', ?, 1)", (header,)
-        )
-        connection.execute(
-            "INSERT INTO events VALUES ('r', 0, ?, 'attempted', 1, '{\"fp\":\"x\"}')", (key,)
-        )
-    gateway = ScriptedGateway([says("no debería llamarse")])
-    with pytest.raises(CorruptJournal) as error:
-        run(_consume(agent.run("t", session=Session("r", gateway, SqliteCheckpointer(path)))))
-    assert (error.value.run_id, error.value.seq, gateway.model_calls) == ("r", 0, 0)
+    error, model_calls = _resume_one_stored_event(tmp_path / "runs.db", key, '{"fp":"x"}')
+    assert (error.run_id, error.seq, model_calls) == ("r", 0, 0)
 
 
 def test_a_corrupt_record_deep_in_a_journal_stops_the_resume_before_anything_new(tmp_path: Path):
