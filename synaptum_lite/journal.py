@@ -142,6 +142,7 @@ class Journal:
         checkpointer: Checkpointer,
         unread: dict[int, list[Record]] | None = None,
         *,
+        read: dict[int, StepHistory] | None = None,
         cut: int = 0,
     ) -> None:
         self.run_id = run_id
@@ -151,7 +152,7 @@ class Journal:
         # earlier configuration, so their requests are not compared with this agent's
         self.cut = cut
         self._unread = unread if unread is not None else {}
-        self._read: dict[int, StepHistory] = {}
+        self._read = read if read is not None else {}
 
     @classmethod
     async def open(
@@ -174,8 +175,8 @@ class Journal:
         if state.closed and same_task and not differences(state.header["agent"], configuration):
             return cls(run_id, checkpointer), state.final  # without reading the journal
         unread = by_position(run_id, await checkpointer.records(run_id))
-        migrations = {
-            p: history_of(run_id, unread[p])
+        migrations = {  # decoded now, and handed to the journal as read
+            p: history_of(run_id, unread.pop(p))
             for p in sorted(unread)
             if parse_step_id(unread[p][0].step_id)[1] == "migration"
         }
@@ -196,7 +197,7 @@ class Journal:
         if state.closed:
             return cls(run_id, checkpointer), state.final
         cut = max((p + 1 for p in migrations), default=0)
-        return cls(run_id, checkpointer, unread, cut=cut), None
+        return cls(run_id, checkpointer, unread, read=migrations, cut=cut), None
 
     def _history(self, position: int) -> StepHistory | None:
         """What the journal holds at `position`, decoded the first time it is asked for."""

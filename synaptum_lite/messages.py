@@ -177,26 +177,6 @@ def _canonical(value: Any) -> bytes:
     return _CANONICAL.encode(value).encode()
 
 
-def canonical_message(message: Message) -> bytes:
-    """`_canonical(message.to_json())`, built without the dictionary: a resume hashes every
-    message of its context, and this is the part of it the encoder need not do (its keys
-    are written here in the order `sort_keys` gives them; every value is encoded by it)."""
-    encode = _CANONICAL.encode
-    text = '{"content":' + encode(message.content)
-    if message.is_error:
-        text += ',"is_error":true'
-    text += ',"role":' + encode(message.role.value)
-    if message.tool_call_id is not None:
-        text += ',"tool_call_id":' + encode(message.tool_call_id)
-    if message.tool_calls:
-        calls = [
-            f'{{"arguments":{encode(c.arguments)},"id":{encode(c.id)},"name":{encode(c.name)}}}'
-            for c in message.tool_calls
-        ]
-        text += ',"tool_calls":[' + ",".join(calls) + "]"
-    return (text + "}").encode()
-
-
 class ContextDigest:
     """A running hash of a context's messages: each message is hashed once, when added.
 
@@ -209,7 +189,7 @@ class ContextDigest:
         self._tools: tuple[tuple[ToolSpec, ...], bytes] | None = None
 
     def add(self, message: Message) -> None:
-        self._chain.update(hashlib.sha256(canonical_message(message)).digest())
+        self._chain.update(hashlib.sha256(_canonical(message.to_json())).digest())
 
     def fingerprint(self, model: str, tools: tuple[ToolSpec, ...]) -> str:
         if self._tools is None or self._tools[0] is not tools:
