@@ -484,7 +484,7 @@ def test_looking_at_a_run_never_makes_a_driver_that_asks_for_it_find_it_busy(
     )
     try:
         assert driver.stdout is not None and driver.stdout.readline() == "ready\n"
-        looked = subprocess.run([*python, LOOKER, store, str(LOOKS[kind])], cwd=ROOT, timeout=120)
+        looked = subprocess.run([*python, LOOKER, store, str(LOOKS[kind])], cwd=ROOT, timeout=HANG)
         assert looked.returncode == 0
     finally:
         stop.touch()
@@ -586,7 +586,7 @@ def test_ctrl_c_in_the_middle_of_a_listing_ends_with_130_and_no_traceback(tmp_pa
     # failure tells a listing that ended before the signal from one that did not obey it.
     alive = listing.poll() is None
     listing.send_signal(signal.SIGINT)
-    rest, errors = listing.communicate(timeout=120)
+    rest, errors = listing.communicate(timeout=HANG)
     assert listing.returncode == 130, (
         f"exit {listing.returncode}; alive when signalled: {alive}; read after the signal: "
         f"{len(rest)} characters; stderr: {errors!r}"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import Budget, BudgetExceeded, FinalStep, MemoryCheckpointer, Session, run_usage
+from tests.bounds import HANG
 
 from .agents import open_store
 from .budget_agents import ANSWER, TASK, contador, double
@@ -64,7 +65,7 @@ def test_a_resume_counts_what_the_killed_pass_paid_and_stops_where_the_budget_sa
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,  # ends a hang only
+        timeout=HANG,
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
     paid_by_the_dead = len(calls_file.read_text().splitlines())
@@ -102,7 +103,7 @@ def test_a_call_a_killed_pass_sent_but_never_journaled_is_not_counted_and_is_sai
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,  # ends a hang only
+        timeout=HANG,
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert len(calls_file.read_text().splitlines()) == 3  # the third was answered, then death

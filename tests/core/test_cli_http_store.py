@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
+
 from .http_store import TOKEN, StoreServer
 from .test_cli import ask_approval, cli, events_of
 from .test_kill import ROOT, child, effects
@@ -30,7 +32,7 @@ def cli_with(token: str | None, *args: str) -> subprocess.CompletedProcess[str]:
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,  # a hang, not a speed
+        timeout=HANG,
     )
 
 

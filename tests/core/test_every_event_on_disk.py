@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from synaptum_lite import load_events
+from tests.bounds import HANG
 
 from .agents import open_store
 from .test_kill import ROOT, STORE_KINDS, store_in
@@ -52,7 +53,7 @@ def run_child(store: str, run_id: str, scenario: str, kill_at: int) -> tuple[int
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     if done.returncode not in (0, -signal.SIGKILL):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import ForkRefused, fork
+from tests.bounds import HANG
 from tests.postgres.store import postgres_location
 
 from .agents import open_store
@@ -45,7 +46,7 @@ def forker(store: str, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from synaptum_lite import MigrationStep, load_events
+from tests.bounds import HANG
 
 from .agents import ANSWER, open_store
 from .test_kill import STORE_KINDS, child, effects, store_in
@@ -35,7 +36,7 @@ def migrator(store: str, run_id: str, *flags: str) -> subprocess.CompletedProces
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
 
 

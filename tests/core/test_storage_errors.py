@@ -160,7 +160,7 @@ def test_a_full_disk_says_so_and_keeps_every_event_appended_before(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
     assert filled.returncode == 0, filled.stderr
     error, appended, kept = filled.stdout.splitlines()

@@ -21,6 +21,7 @@ import pytest
 from synaptum_lite import FinalStep, Session, SqliteCheckpointer, UncertainEffect
 from synaptum_lite.integrations.mcp import McpServerLost
 from synaptum_lite.testing import ScriptedGateway
+from tests.bounds import HANG
 
 from .incidencias import (
     ANSWER,
@@ -47,7 +48,7 @@ def child(tmp: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tests.mcp.incidencias", str(tmp / "runs.db"), "run",
          str(tmp / "efectos.jsonl"), *flags],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
+
 from .agents import ANSWER
 from .receiver import Received, otlp_receiver
 
@@ -25,7 +27,7 @@ RUN = "cuenta-es91"
 
 def child(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=HANG
     )
 
 

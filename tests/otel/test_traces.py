@@ -37,6 +37,7 @@ from synaptum_lite.integrations.otel import (
     traced,
 )
 from synaptum_lite.testing import ScriptedGateway, says
+from tests.bounds import HANG
 
 from .agents import ANSWER, TASK, TOOLS, agent, gateway, responder
 from .receiver import otlp_receiver
@@ -280,7 +281,7 @@ def test_the_file_exporter_writes_otlp_json_that_reads_back(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("sent 8 spans of run r to ")
@@ -325,7 +326,7 @@ sys.exit(main(sys.argv[1:]))
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG,
     )
     said = out.stdout.splitlines()
     assert len(said) == 2 and all("pip install 'synaptum-lite[otel]'" in line for line in said)
@@ -349,6 +350,6 @@ def test_the_command_refuses_an_empty_or_non_http_destination(tmp_path):
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=HANG,
         )
         assert out.returncode == 2 and "--otel" in out.stderr, out.stderr

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
+
 from .store import import_psycopg
 
 psycopg = import_psycopg()
@@ -27,7 +29,7 @@ def script(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         check=True,
     )
 

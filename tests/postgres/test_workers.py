@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from synaptum_lite.stores.postgres import PostgresCheckpointer
+from tests.bounds import HANG
 from tests.core.agents import ANSWER
 from tests.core.conftest import run
 from tests.core.test_kill import ROOT, completed_steps
@@ -87,7 +88,7 @@ class Batch:
 
     def wait(self) -> None:
         for name, process in self.processes.items():
-            assert process.wait(timeout=120) == 0, self.log(name)
+            assert process.wait(timeout=HANG) == 0, self.log(name)
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()

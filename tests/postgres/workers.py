@@ -31,6 +31,7 @@ from typing import Any
 from synaptum_lite import (
     Agent,
     FinalStep,
+    NothingToResolve,
     Risk,
     Role,
     RunBusy,
@@ -185,14 +186,20 @@ async def drive(store: PostgresCheckpointer, run_id: str) -> None:
                     LAB.done(run_id)
             return
         except UncertainEffect as uncertain:
-            if LAB.effect_happened(run_id, uncertain.step_id):
-                await session.record_result(
-                    uncertain.step_id, KNOWN_RESULTS[uncertain.tool], by="operadora"
-                )
-                LAB.resolved(run_id, uncertain.step_id, "record")
-            else:
-                await session.allow_retry(uncertain.step_id, by="operadora")
-                LAB.resolved(run_id, uncertain.step_id, "retry")
+            # The run is let go when the error is raised: another worker may take it, meet the
+            # same uncertain step and resolve it first. This one is then told there is nothing
+            # left to resolve (as a second operator would be) and drives on.
+            try:
+                if LAB.effect_happened(run_id, uncertain.step_id):
+                    await session.record_result(
+                        uncertain.step_id, KNOWN_RESULTS[uncertain.tool], by="operadora"
+                    )
+                    LAB.resolved(run_id, uncertain.step_id, "record")
+                else:
+                    await session.allow_retry(uncertain.step_id, by="operadora")
+                    LAB.resolved(run_id, uncertain.step_id, "retry")
+            except NothingToResolve:
+                pass  # resolved by another worker, and counted there
 
 
 async def work(url: str, schema: str, in_order: bool) -> None:

@@ -41,6 +41,7 @@ from scripts.pages import (
     read_notebook,
 )
 from scripts.site import start_build
+from tests.bounds import HANG
 from tests.site.chromium import Browser, screenshot, unseen_text
 from tests.site.conftest import serve
 from tests.site.en_el_navegador import (
@@ -276,7 +277,7 @@ def test_a_block_edited_on_the_page_fails_the_browser_run_naming_page_and_cell(
     ).replace("transferencias ×1 en total", "transferencias ×2 en total")
     copy.write_text(json.dumps(notebook, ensure_ascii=False, indent=1), encoding="utf-8")
     build = start_build(root / "site", root / "mkdocs.yml")
-    log, _ = build.communicate(timeout=300)
+    log, _ = build.communicate(timeout=HANG)
     assert build.returncode == 0, log
     for url in serve(root / "site"):
         problem = browser_problem(copy, url, browser)

@@ -29,6 +29,7 @@ import pytest
 
 from scripts.pages import NOTEBOOKS, REPO, expected_block, expected_output_of, page_url
 from scripts.site import broken_links, start_build
+from tests.bounds import HANG
 from tests.site.chromium import Browser, read_block
 from tests.site.conftest import serve
 from tests.site.en_el_navegador import copy_of_the_site_sources
@@ -105,7 +106,7 @@ def lied_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     site = root / "site"
     build = start_build(site, root / "mkdocs.yml")
     try:
-        log, _ = build.communicate(timeout=300)
+        log, _ = build.communicate(timeout=HANG)
     except subprocess.TimeoutExpired:
         build.kill()
         raise
