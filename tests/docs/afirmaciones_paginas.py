@@ -909,6 +909,20 @@ def _la_bateria_en_procesos_de_xdist() -> dict:
     assert at["-n"] == "auto" and at["--dist"] == "loadfile", at
     conftest = (REPO / "tests" / "docs" / "conftest.py").read_text(encoding="utf-8")
     assert "_first_to_claim" in conftest  # the first worker makes the build and the runs
+    # the longest files first: xdist's own order (most tests first) is off, the suite's is on
+    from types import SimpleNamespace
+
+    from tests import conftest as suite
+
+    assert "--no-loadscope-reorder" in options, options
+    files = [*reversed(suite.LONGEST_FIRST), "tests/core/b.py", "tests/core/a.py"]
+    items = [
+        SimpleNamespace(nodeid=f"{path}::t{n}")
+        for path in files
+        for n in range(1 + (path == "tests/core/a.py"))
+    ]
+    order = list(dict.fromkeys(i.nodeid.partition("::")[0] for i in suite.longest_first(items)))
+    assert order == [*suite.LONGEST_FIRST, "tests/core/a.py", "tests/core/b.py"], order
     return {"como mucho": int(at["--maxprocesses"])}
 
 
