@@ -35,7 +35,7 @@ NO_SIGKILL = pytest.mark.skip(
 #: The files whose tests take longest, longest first: the workers start them before the others.
 #: xdist (`--dist loadfile`) hands out a file at a time, by default the files with the most tests
 #: first; these few-test files then came last, and one worker ran the real model's notebooks
-#: alone while the other sat idle (on a loaded machine, 30 of a run's 65 minutes). Seconds at
+#: alone while the other sat idle (on a loaded machine, about 30 of a run's 72 minutes). Seconds at
 #: rest (`--durations`): 154, 96, 61, 53, 48. pyproject.toml turns xdist's own order off
 #: (`--no-loadscope-reorder`), so this one is kept.
 LONGEST_FIRST = (
@@ -54,10 +54,10 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
     for item in items:
         by_file.setdefault(item.nodeid.partition("::")[0], []).append(item)
 
+    first = {path: place for place, path in enumerate(LONGEST_FIRST)}
+
     def rank(path: str) -> tuple[int, int]:
-        if path in LONGEST_FIRST:
-            return (LONGEST_FIRST.index(path), 0)
-        return (len(LONGEST_FIRST), -len(by_file[path]))
+        return (first[path], 0) if path in first else (len(first), -len(by_file[path]))
 
     return [item for path in sorted(by_file, key=rank) for item in by_file[path]]
 

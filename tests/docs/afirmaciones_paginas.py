@@ -915,12 +915,13 @@ def _la_bateria_en_procesos_de_xdist() -> dict:
     from tests import conftest as suite
 
     assert "--no-loadscope-reorder" in options, options
-    files = [*reversed(suite.LONGEST_FIRST), "tests/core/b.py", "tests/core/a.py"]
-    items = [
-        SimpleNamespace(nodeid=f"{path}::t{n}")
-        for path in files
-        for n in range(1 + (path == "tests/core/a.py"))
+    files = [
+        *reversed(suite.LONGEST_FIRST),
+        "tests/core/b.py",
+        "tests/core/a.py",
+        "tests/core/a.py",
     ]
+    items = [SimpleNamespace(nodeid=f"{path}::t{n}") for n, path in enumerate(files)]
     order = list(dict.fromkeys(i.nodeid.partition("::")[0] for i in suite.longest_first(items)))
     assert order == [*suite.LONGEST_FIRST, "tests/core/a.py", "tests/core/b.py"], order
     return {"como mucho": int(at["--maxprocesses"])}
