@@ -319,6 +319,8 @@ async def _run_one(
         left_behind = await _after_the_last_cell(client, before)
     except CellExecutionError:
         pass  # the traceback is among the cell's outputs; the cells after it never ran
+    except KernelNotReady as silent:
+        failure = f"the kernel of {path.name} {silent}"
     except TimeoutError:
         failure = f"a cell of {path.name} did not finish within {timeout:.0f} s"
     except DeadKernelError as died:
@@ -366,26 +368,64 @@ class _Notebook(NotebookClient):
         super().clear_output(outs, msg, cell_index)
 
 
+class KernelNotReady(TimeoutError):
+    """The kernel never showed that our IOPub subscription reached it, within the bound."""
+
+
 class _WelcomedClient(AsyncKernelClient):
-    """Ready when the kernel welcomes our IOPub subscription (`iopub_welcome`, ipykernel 7):
-    from then on no output can be lost. jupyter_client's own wait asks `kernel_info` and then
-    waits 0.2 s for IOPub to go quiet, on every notebook: measured one at a time, a notebook
-    that prints one line takes 0.8 s this way and 1.0 s that way."""
+    """Ready once IOPub is shown to reach us: from then on no output can be lost.
+
+    The proof is the kernel's welcome of our subscription (`iopub_welcome`, ipykernel 7), or,
+    should the welcome never come, any IOPub message about a `kernel_info` request of ours
+    (asked after each second without news, as jupyter_client asks). jupyter_client's own wait
+    asks `kernel_info` and then waits 0.2 s for IOPub to go quiet, on every notebook: measured
+    one at a time, a notebook that prints one line takes 0.8 s with the welcome and 1.0 s that
+    way. The welcome alone was not enough: one CI run waited on a kernel that had bound its
+    sockets and said nothing until CI was cut off, 87 minutes later, because the bound was
+    checked only when a message came. Silence counts too now: `KernelNotReady` after
+    `KERNEL_START_TIMEOUT`."""
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
-        until = time.monotonic() + (timeout or KERNEL_START_TIMEOUT)
-        while (await _next_iopub(self))["msg_type"] != "iopub_welcome":
-            if time.monotonic() > until:
-                raise TimeoutError("the kernel never said iopub_welcome")
+        bound = timeout or KERNEL_START_TIMEOUT
+        until = time.monotonic() + bound
+        asked: set[str] = set()
+        seen = 0
+        ask_at = time.monotonic() + 1.0
+        while True:
+            try:
+                message = await self.get_iopub_msg(timeout=0.25)
+            except Empty:
+                if not await self.is_alive():
+                    raise DeadKernelError("Kernel died") from None
+                now = time.monotonic()
+                if now > until:
+                    raise KernelNotReady(
+                        f"never showed it was ready within {bound:.0f} s: no iopub_welcome, "
+                        f"and no IOPub news of the {len(asked)} kernel_info requests sent "
+                        f"({seen} other IOPub messages)"
+                    ) from None
+                if now >= ask_at:
+                    asked.add(self.kernel_info())
+                    ask_at = now + 1.0
+                continue
+            if message["msg_type"] == "iopub_welcome":
+                return
+            if message["parent_header"].get("msg_id") in asked:
+                return
+            seen += 1
 
 
-async def _next_iopub(kc: AsyncKernelClient) -> dict[str, Any]:
+async def _next_iopub(kc: AsyncKernelClient, until: float) -> dict[str, Any]:
+    """The next IOPub message; DeadKernelError if the kernel dies first, TimeoutError if none
+    comes before `until` (a bound on a hang)."""
     while True:
         try:
             return await kc.get_iopub_msg(timeout=0.25)
         except Empty:
             if not await kc.is_alive():
                 raise DeadKernelError("Kernel died") from None
+            if time.monotonic() > until:
+                raise TimeoutError("no IOPub message before the bound") from None
 
 
 async def _left_behind_now(client: _Notebook) -> dict[str, Any]:
@@ -418,9 +458,10 @@ async def _after_the_last_cell(client: _Notebook, before: dict[str, Any]) -> lis
         "", silent=True, store_history=False, user_expressions=_LEFT_BEHIND
     )
     # Output that arrives between the quiet wait and the question counts too: read IOPub up
-    # to the question's own idle status.
+    # to the question's own idle status (a cell's bound: the question runs like a cell).
+    until = time.monotonic() + client.timeout
     while True:
-        message = await _next_iopub(client.kc)
+        message = await _next_iopub(client.kc, until)
         if message["parent_header"].get("msg_id") == question and message["msg_type"] == "status":
             if message["content"]["execution_state"] == "idle":
                 break

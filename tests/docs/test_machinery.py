@@ -344,3 +344,51 @@ def test_a_cell_that_never_ends_fails_the_notebook_naming_it_and_the_cells_befor
     [run] = asyncio.run(run_notebooks([path], timeout=5))  # the first cell needs milliseconds
     assert run.printed == "antes\n"
     assert run.failure == "a cell of cuelga.ipynb did not finish within 5 s"
+
+
+def _iopub_without(monkeypatch: pytest.MonkeyPatch, dropped) -> list[str]:
+    """The check's kernel client loses the IOPub messages `dropped(message)` names (what a
+    subscription that reached the kernel late would lose); the kinds lost, in order."""
+    lost: list[str] = []
+    receive = kernel._WelcomedClient.get_iopub_msg
+
+    async def get_iopub_msg(self, *args, **options):
+        while True:
+            message = await receive(self, *args, **options)
+            if not dropped(message):
+                return message
+            lost.append(message["msg_type"])
+
+    monkeypatch.setattr(kernel._WelcomedClient, "get_iopub_msg", get_iopub_msg)
+    return lost
+
+
+def test_a_kernel_whose_welcome_is_lost_is_ready_once_it_answers_on_iopub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without its `iopub_welcome`, a kernel is ready as soon as IOPub brings news of a
+    `kernel_info` request of ours: the notebook runs and nothing it prints is lost. (Waiting
+    for the welcome alone, the check waited on such a kernel until CI was cut off.)"""
+    lost = _iopub_without(monkeypatch, lambda message: message["msg_type"] == "iopub_welcome")
+    path = page(tmp_path, "sin-bienvenida", "print('hola')", "print('adiós')")
+    [run] = asyncio.run(asyncio.wait_for(run_notebooks([path]), HANG))
+    assert "iopub_welcome" in lost
+    assert run.problems() == []
+    assert run.printed == "hola\nadiós\n"
+
+
+def test_a_kernel_that_says_nothing_fails_its_notebook_naming_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel alive and silent on IOPub fails its notebook at `KERNEL_START_TIMEOUT`, with
+    what was tried, instead of holding the check (and CI) forever."""
+    _iopub_without(monkeypatch, lambda message: True)
+    monkeypatch.setattr(kernel, "KERNEL_START_TIMEOUT", 3.0)
+    path = page(tmp_path, "muda", "print('nunca')")
+    [run] = asyncio.run(asyncio.wait_for(run_notebooks([path]), HANG))
+    assert run.printed == ""
+    assert run.failure is not None
+    assert run.failure.startswith(
+        "the kernel of muda.ipynb never showed it was ready within 3 s: no iopub_welcome, "
+        "and no IOPub news of the "
+    ), run.failure
