@@ -30,6 +30,11 @@ files or history run) and an environment without the variables that select a rea
 `python -m scripts.update_pages` starts the warm parent before it imports nbclient, so the two
 imports overlap.
 
+What a notebook leaves. A kernel is killed, so nothing it meant to clean at its exit is cleaned:
+each notebook's `tempfile.mkdtemp()` (its `runs.db`, its effects) would stay in the machine's
+temporary folder, run after run. Each kernel's `TMPDIR` is a folder of its own, removed with the kernel's other files; the
+notebook's child processes inherit it.
+
 In what order. `KERNELS_AT_ONCE` notebooks run at a time, the longest first by what each took
 the last time (`LAST_SECONDS`): the check ends when its longest notebook does, and one that
 starts last ends it alone. What a notebook does is its own cost, which any runner pays: the
@@ -302,12 +307,13 @@ async def _run_one(
     km.client_factory = _WelcomedClient
     client = _Notebook(nbformat.v4.reads(path.read_text(encoding="utf-8")), km, timeout)
     stderr = scratch / "kernel.stderr"
+    (scratch / "tmp").mkdir()  # the notebook's temporary folder, removed with `scratch`
     failure, left_behind = None, []
     try:
         with stderr.open("wb") as log:
             await km.start_kernel(
                 cwd=str(path.parent),
-                env={**env, "IPYTHONDIR": str(scratch / "ipython")},
+                env={**env, "IPYTHONDIR": str(scratch / "ipython"), "TMPDIR": str(scratch / "tmp")},
                 extra_arguments=["--HistoryManager.enabled=False"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -515,7 +521,11 @@ class _ForkedKernelManager(AsyncKernelManager):
     async def start_kernel(self, *, cwd: str, env: dict[str, str], stderr: Any, **_: Any) -> None:
         self.write_connection_file()
         self.forked = await self.zygote.launch(
-            self.connection_file, cwd=cwd, ipython_dir=env["IPYTHONDIR"], stderr=stderr.name
+            self.connection_file,
+            cwd=cwd,
+            ipython_dir=env["IPYTHONDIR"],
+            tmpdir=env["TMPDIR"],
+            stderr=stderr.name,
         )
 
     @property
@@ -584,7 +594,7 @@ class _Zygote:
         self.process.stdin.flush()
 
     async def launch(
-        self, connection: str, *, cwd: str, ipython_dir: str, stderr: str
+        self, connection: str, *, cwd: str, ipython_dir: str, tmpdir: str, stderr: str
     ) -> _ForkedKernel:
         forked: asyncio.Future[_ForkedKernel] = asyncio.get_running_loop().create_future()
         self.forks.append(forked)
@@ -594,6 +604,7 @@ class _Zygote:
                     "connection": connection,
                     "cwd": cwd,
                     "ipython_dir": ipython_dir,
+                    "tmpdir": tmpdir,
                     "stderr": stderr,
                 }
             }

@@ -10,7 +10,8 @@ connection file and stderr log. No user code ever runs here, no thread is starte
 socket is opened before forking, so every child is as fresh as a kernel started from scratch.
 
 Protocol, one JSON object per line.
-  stdin:  {"fork": {"connection": …, "cwd": …, "ipython_dir": …, "stderr": …}} | {"kill": pid}
+  stdin:  {"fork": {"connection": …, "cwd": …, "ipython_dir": …, "tmpdir": …, "stderr": …}}
+          | {"kill": pid}
   stdout: {"ready": true} once, then {"forked": pid} per fork, in order, and
           {"exited": pid, "code": n, "cpu": s} when a child ends (negative n: killed by
           signal -n; s: the CPU seconds it used, with the processes it waited for).
@@ -87,12 +88,16 @@ def main() -> None:
         reap(children, block=True)
 
 
-def become_kernel(connection: str, cwd: str, ipython_dir: str, stderr: str) -> None:
+def become_kernel(connection: str, cwd: str, ipython_dir: str, tmpdir: str, stderr: str) -> None:
     """In the child: what `python -m ipykernel_launcher -f CONNECTION` does, then exit."""
     code = 1
     try:
         os.chdir(cwd)
         os.environ["IPYTHONDIR"] = ipython_dir
+        os.environ["TMPDIR"] = tmpdir
+        import tempfile
+
+        tempfile.tempdir = None  # a preloaded module may have asked for it: ask again
         null = os.open(os.devnull, os.O_RDWR)
         log = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(null, 0)

@@ -59,11 +59,25 @@ def page(tmp_path: Path, name: str, *code: str, expected: str = "") -> Path:
     return path
 
 
+#: What every notebook of the kit does with `carpeta = None`, in the kernel and in a child
+#: process it starts: a temporary folder with a file in it, never removed (the kernel is killed).
+LEAVES_TEMPORARY_FOLDERS = (
+    "import subprocess, sys, tempfile\n"
+    "from pathlib import Path\n"
+    "mia = Path(tempfile.mkdtemp())\n"
+    "(mia / 'runs.db').write_text('x')\n"
+    "hijo = [sys.executable, '-c', 'import tempfile; print(tempfile.mkdtemp())']\n"
+    "del_hijo = subprocess.run(hijo, capture_output=True, text=True, check=True).stdout\n"
+    "print(mia)\n"
+    "print(del_hijo.strip())"
+)
+
+
 @pytest.fixture(scope="module")
 def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRun]:
     """Tiny notebooks run at once, with model variables set in the caller's environment.
 
-    Four run in spawned kernels (the portable path) and two in kernels forked from one warm
+    Five run in spawned kernels (the portable path) and three in kernels forked from one warm
     parent (the Linux path, which the page check uses), both at the same time.
     """
     spawned, forked = tmp_path_factory.mktemp("spawned"), tmp_path_factory.mktemp("forked")
@@ -84,6 +98,7 @@ def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRu
         ),
         page(spawned, "ruido", "import sys\nprint('a', file=sys.stderr)", "1 + 1"),
         page(spawned, "muere", "print('hasta aquí', flush=True)", "import os\nos._exit(3)"),
+        page(spawned, "temporal", LEAVES_TEMPORARY_FOLDERS),
     ]
     leaves_a_mark = "import builtins\nimport synaptum_lite\nbuiltins.marca = 1\nprint('marcado')"
     looks_for_it = (
@@ -91,7 +106,11 @@ def small_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NotebookRu
         "print(hasattr(builtins, 'marca'), 'synaptum_lite' in sys.modules)\n"
         f"print(os.getcwd() == {str(forked)!r}, sys.path.count({str(REPO / 'scripts')!r}))"
     )
-    forked_pages = [page(forked, "marca", leaves_a_mark), page(forked, "busca", looks_for_it)]
+    forked_pages = [
+        page(forked, "marca", leaves_a_mark),
+        page(forked, "busca", looks_for_it),
+        page(forked, "temporal-forked", LEAVES_TEMPORARY_FOLDERS),
+    ]
 
     async def both() -> list[list[NotebookRun]]:
         return await asyncio.gather(
@@ -140,6 +159,19 @@ def test_a_kernel_that_dies_fails_its_notebook(small_runs) -> None:
     assert run.printed in ("", "hasta aquí\n")
     [problem] = run.problems()
     assert problem.startswith("the kernel of muere.ipynb exited with code 3")
+
+
+@pytest.mark.parametrize("name", ["temporal", "temporal-forked"])
+def test_what_a_notebook_leaves_in_its_temporary_folder_is_removed_with_its_kernel(
+    small_runs, name: str
+) -> None:
+    run = small_runs[name]
+    assert run.problems() == []
+    folders = [Path(line) for line in run.printed.splitlines()]
+    assert len(folders) == 2  # the kernel's own and its child's
+    assert all(folder.is_absolute() for folder in folders)
+    left = [folder for folder in folders if folder.exists()]
+    assert left == [], f"{name}.ipynb left {left} after its kernel ended"
 
 
 def test_the_kernel_environment_drops_every_model_variable() -> None:
