@@ -22,8 +22,9 @@ SEED_OUTPUT = (HERE / "seed_02_durabilidad.salida.txt").read_text(encoding="utf-
 MODEL_VARIABLES = ("SYNAPTUM_", "AXONIUM_")
 
 
-def test_the_seed_program_prints_the_seed_block_byte_for_byte():
+def test_the_seed_program_prints_the_seed_block_byte_for_byte(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(MODEL_VARIABLES)}
+    env["TMPDIR"] = str(tmp_path)  # the seed's `tempfile.mkdtemp()` is never removed
     result = subprocess.run(
         [sys.executable, str(HERE / "seed_02_durabilidad.py")],
         cwd=ROOT,

@@ -243,11 +243,11 @@ async def _un_run_empezado_en_sqlite_termina_en_otro_almacen() -> None:
 @afirmacion("limites.sin-candados-posix")
 def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
     program = (
-        "import sys, asyncio, tempfile, pathlib\n"
+        "import sys, asyncio, pathlib\n"
         "sys.modules['fcntl'] = None  # a platform without POSIX file locks\n"
         "import synaptum_lite as s\n"
         "from synaptum_lite.testing import ScriptedGateway, says\n"
-        "store = s.SqliteCheckpointer(pathlib.Path(tempfile.mkdtemp()) / 'runs.db')\n"
+        "store = s.SqliteCheckpointer(pathlib.Path(sys.argv[1]) / 'runs.db')\n"
         "agent = s.Agent('a', model='m', instructions='i')\n"
         "async def main():\n"
         "    try:\n"
@@ -258,7 +258,10 @@ def _sin_fcntl_sqlite_se_niega_con_configuration_error() -> None:
         "        print('ConfigurationError', 'MemoryCheckpointer' in str(error))\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO)
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-c", program, folder], capture_output=True, text=True, cwd=REPO
+        )
     assert done.stdout.strip() == "ConfigurationError True", done.stderr
     # Windows takes its own lock (msvcrt.locking), chosen by sys.platform; it cannot run here
     from unittest import mock

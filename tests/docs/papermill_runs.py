@@ -9,12 +9,19 @@ at a time, on this machine; once in CI). Here each kernel's sockets are files in
 folder (IPC transport, as in the docs check): nothing to find, nothing to share. The notebook,
 the kernel and papermill are the learner's; `test_parametros.py` also runs the page's own
 papermill command, as typed, over TCP.
+
+And what a notebook leaves: with `carpeta = None` it makes its folder with `tempfile.mkdtemp()`,
+and papermill's kernel is stopped without cleaning anything. Each kernel's `TMPDIR` is a folder
+of its run's own, and each run's folder is in pytest's temporary folder (`in_the_session`), which
+pytest clears itself, keeping the last three sessions'.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -38,13 +45,21 @@ def notebook(number: str) -> Path:
 def execute(source: Path, output: Path, parameters: dict[str, Any]) -> Any:
     """Run `source` with `parameters` into `output`; papermill's error if a cell raised.
 
-    The kernel's sockets are files next to `output` (`output`'s folder is the run's own)."""
+    The kernel's sockets are files next to `output` (`output`'s folder is the run's own), and
+    so is its temporary folder: `tmp`, its `TMPDIR`, which its child processes inherit."""
     import papermill
     from jupyter_client.manager import AsyncKernelManager
+
+    temporary = output.parent / "tmp"
+    temporary.mkdir(exist_ok=True)
 
     class KernelOverIpc(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(transport="ipc", ip=str(output.parent / "kernel"), **kwargs)
+
+        async def start_kernel(self, **kwargs: Any) -> None:
+            kwargs["env"] = {**kwargs.get("env", os.environ), "TMPDIR": str(temporary)}
+            await super().start_kernel(**kwargs)
 
     try:
         papermill.execute_notebook(
@@ -58,6 +73,18 @@ def execute(source: Path, output: Path, parameters: dict[str, Any]) -> Any:
     except papermill.PapermillExecutionError as error:
         return error
     return None
+
+
+def in_the_session(
+    function: Callable[[T, Path], R], factory: pytest.TempPathFactory, name: str
+) -> Callable[[T], R]:
+    """`function(item, root)` with `root` a new folder of pytest's for the runs' folders."""
+    return functools.partial(function, root=factory.mktemp(name))
+
+
+def run_folder(root: Path, prefix: str) -> Path:
+    """A new folder for one run, in `root`: any number of processes can ask at once."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
 
 
 def on_the_double(function: Callable[[T], R], items: Iterable[T]) -> list[R]:

@@ -20,7 +20,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from scripts.kernel import MODEL_VARIABLE_PREFIXES
 from scripts.pages import NOTEBOOKS, PROPERTY_NOTEBOOKS, REPO, how_to_run, property_notebooks
 from tests.bounds import HANG
 
-from .papermill_runs import execute, notebook, on_the_double
+from .papermill_runs import execute, in_the_session, notebook, on_the_double, run_folder
 
 #: The cell every notebook runs right after its `parameters` cell.
 VALIDATION_CELL = "comprobar-parametros"
@@ -204,6 +203,7 @@ class Outcome:
     error: Failure | None = None
     printed: list[str] = field(default_factory=list)  # stdout of each cell, in order
     folder: Path | None = None
+    workdir: Path | None = None  # the run's own folder: the output, the kernel's TMPDIR
 
 
 def prepare(case: Case, workdir: Path) -> dict[str, Any]:
@@ -223,11 +223,11 @@ def prepare(case: Case, workdir: Path) -> dict[str, Any]:
     return parameters
 
 
-def run_case(case: Case) -> Outcome:
-    workdir = Path(tempfile.mkdtemp(prefix=f"parametros-{case.notebook}-"))
+def run_case(case: Case, root: Path) -> Outcome:
+    workdir = run_folder(root, f"{case.notebook}-")
     parameters = prepare(case, workdir)
     output = workdir / "salida.ipynb"
-    outcome = Outcome(parameters)
+    outcome = Outcome(parameters, workdir=workdir)
     error = execute(notebook(case.notebook), output, parameters)
     if error is not None:
         outcome.error = Failure(error.ename, error.evalue, error.traceback, str(error))
@@ -244,9 +244,10 @@ def run_case(case: Case) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def outcomes() -> dict[str, Outcome]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     """Every case through papermill (`on_the_double`)."""
-    return dict(zip((c.id for c in CASES), on_the_double(run_case, CASES), strict=True))
+    run = in_the_session(run_case, tmp_path_factory, "parametros")
+    return dict(zip((c.id for c in CASES), on_the_double(run, CASES), strict=True))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.refused is None], ids=lambda c: c.id)
@@ -255,6 +256,22 @@ def test_a_notebook_runs_to_the_end_with_a_value_it_can_show(case, outcomes) -> 
     assert outcome.error is None, f"{case.id} should run, and raised:\n{outcome.error.text}"
     if outcome.folder is not None:  # the notebook wrote where it was told
         assert any(outcome.folder.iterdir()), f"{case.id}: nothing written in {outcome.folder}"
+
+
+def test_what_a_notebook_makes_with_tempfile_stays_in_its_run_folder(outcomes) -> None:
+    """With `carpeta = None` a notebook makes its folder with `tempfile.mkdtemp()`: in its
+    kernel's `TMPDIR`, inside the run's folder, which pytest clears (the machine's own
+    temporary folder kept thousands of them)."""
+    ran = [
+        (case, outcomes[case.id])
+        for case in CASES
+        if case.refused is None and outcomes[case.id].parameters.get("carpeta") is None
+    ]
+    assert ran, "no case runs a notebook with carpeta = None"
+    for case, outcome in ran:
+        assert outcome.workdir is not None
+        made = list((outcome.workdir / "tmp").iterdir())
+        assert made, f"{case.id}: nothing in its kernel's TMPDIR, {outcome.workdir / 'tmp'}"
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.refused], ids=lambda c: c.id)

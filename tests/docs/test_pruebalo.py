@@ -34,7 +34,6 @@ import importlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,7 @@ from scripts.pages import (
     source_of,
 )
 
-from .papermill_runs import execute, notebook, on_the_double
+from .papermill_runs import execute, in_the_session, notebook, on_the_double, run_folder
 
 #: The ids of the Markdown cell of the experiments and of the code cell every property
 #: notebook ends with, the one that checks them.
@@ -416,8 +415,8 @@ def with_the_line_changed(experimento: Experimento, folder: Path) -> Path:
     return copy
 
 
-def run(experimento: Experimento) -> Resultado:
-    folder = Path(tempfile.mkdtemp(prefix=f"pruebalo-{experimento.cuaderno}-"))
+def run(experimento: Experimento, root: Path) -> Resultado:
+    folder = run_folder(root, f"{experimento.cuaderno}-")
     claims = folder / "afirmaciones"
     claims.mkdir()
     os.environ[RECORD_FOLDER_VARIABLE] = str(claims)  # this process runs one case at a time
@@ -449,7 +448,9 @@ def run(experimento: Experimento) -> Resultado:
 
 
 @pytest.fixture(scope="module")
-def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
+def resultados(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Resultado]:
     """Every experiment a selected test needs (all of them, unless `-k` picks fewer) through
     papermill, four at a time, without the variables that pick a real model (the notebooks
     answer from their scripts, as in the docs check)."""
@@ -459,7 +460,7 @@ def resultados(request: pytest.FixtureRequest) -> dict[str, Resultado]:
         if "experimento" in getattr(getattr(item, "callspec", None), "params", {})
     }
     selected = [e for e in EXPERIMENTOS if e.claim in wanted]
-    done = on_the_double(run, selected)
+    done = on_the_double(in_the_session(run, tmp_path_factory, "pruebalo"), selected)
     return dict(zip((e.claim for e in selected), done, strict=True))
 
 
