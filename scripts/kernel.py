@@ -32,8 +32,8 @@ imports overlap.
 
 What a notebook leaves. A kernel is killed, so nothing it meant to clean at its exit is cleaned:
 each notebook's `tempfile.mkdtemp()` (its `runs.db`, its effects) would stay in the machine's
-temporary folder, run after run. Each kernel's `TMPDIR` is a folder of its own, removed with the kernel's other files; the
-notebook's child processes inherit it.
+temporary folder, run after run. Each kernel's `TMPDIR` is a folder of its own, removed with
+the kernel's other files; the notebook's child processes inherit it.
 
 In what order. `KERNELS_AT_ONCE` notebooks run at a time, the longest first by what each took
 the last time (`LAST_SECONDS`): the check ends when its longest notebook does, and one that
