@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-from scripts.kernel import run_notebooks_sync
+from scripts.kernel import News, run_notebooks_sync
 from scripts.pages import DOCS, REPO, property_notebooks, relative
 
 PAGE = DOCS / "modelos.md"
@@ -93,7 +93,10 @@ def run_on_the_server(stems: list[str]) -> dict[str, str]:
     model = {"SYNAPTUM_BASE_URL": base_url}
     model["SYNAPTUM_MODEL"] = os.environ.get("SYNAPTUM_MODEL", "qwen2.5-coder-0.5b-instruct")
     paths = {path.stem: path for path in property_notebooks()}
-    runs = run_notebooks_sync([paths[s] for s in stems], parallel=1, timeout=TIMEOUT, model=model)
+    log = os.environ.get("SYNAPTUM_LOCAL_MODEL_LOG")  # the server's: a cell fails on its silence
+    news = News.of_file(Path(log)) if log else None
+    notebooks = [paths[s] for s in stems]
+    runs = run_notebooks_sync(notebooks, parallel=1, timeout=TIMEOUT, model=model, news=news)
     printed = {}
     for run in runs:
         if run.problems():

@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
@@ -94,8 +94,14 @@ KERNELS_AT_ONCE = 2 * (os.cpu_count() or 1)
 #: A cell that runs longer than this fails the check (seconds): a bound on a hang, not on how
 #: long a notebook takes. Each cell gets it whole, so a notebook that a busy machine slows
 #: down is never failed for its length: under eight CPU hogs, two notebooks on the real model
-#: ran past a whole-notebook bound of 600 s with every cell progressing.
+#: ran past a whole-notebook bound of 600 s with every cell progressing. Where a cell waits on
+#: something outside the kernel that can say it is moving (`News`), the bound counts only the
+#: seconds without news.
 DEFAULT_TIMEOUT = 120.0
+
+#: How often a running cell's bound and its `News` are looked at (seconds). Only a cell that
+#: is past its bound waits for the next look; a cell that ends is seen at once.
+WATCH_EVERY = 0.5
 
 #: A kernel that takes longer than this to start fails its notebook (seconds): a hang's bound.
 KERNEL_START_TIMEOUT = 600.0
@@ -118,6 +124,38 @@ _LEFT_BEHIND = {
 }
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass(frozen=True)
+class News:
+    """Something outside the kernel whose change shows that a running cell is still getting
+    somewhere: on the real model, the server's log, which gains lines with each request it
+    takes or ends. A cell given news fails only after `timeout` seconds in which neither it
+    started nor `read()` returned something new: a bound on a hang, not on a queue.
+
+    Under eight CPU hogs, a cell of 12_salida_tipada made its model calls behind another
+    kernel's at the server's one slot, each one answered, and ran past a 600 s bound on the
+    cell's whole length."""
+
+    what: str  # said in the failure: what did not change
+    read: Callable[[], object]  # compared with `!=` to what it returned before
+
+    @classmethod
+    def of_file(cls, path: Path) -> News:
+        """News when `path` is replaced or grows or shrinks (e.g. a server's log)."""
+
+        def read() -> object:
+            try:
+                status = path.stat()
+            except OSError:
+                return None
+            return status.st_ino, status.st_size
+
+        return cls(path.name, read)
+
+
+class CellWithoutNews(TimeoutError):
+    """A cell ran past the bound, with no news (`News`) in that time if it had any."""
 
 
 @dataclass
@@ -231,11 +269,13 @@ async def run_notebooks(
     parallel: int | None = None,
     fork: bool | None = None,
     model: dict[str, str] | None = None,
+    news: News | None = None,
 ) -> list[NotebookRun]:
     """Run every notebook in its own fresh kernel, at most `parallel` at a time.
 
     Kernels never inherit the caller's model variables; `model` gives them some on purpose
-    (e.g. `{"SYNAPTUM_BASE_URL": …}` to run the notebooks on a real model).
+    (e.g. `{"SYNAPTUM_BASE_URL": …}` to run the notebooks on a real model). A cell fails after
+    `timeout` seconds; with `news`, after `timeout` seconds without it (`News`).
     `fork` chooses where kernels come from (default: the warm parent on Linux). Returns one
     `NotebookRun` per path, in the order given; they start longest first (`LAST_SECONDS`).
     Never raises for what a notebook does: a cell that fails, a kernel that dies or a timeout
@@ -249,7 +289,7 @@ async def run_notebooks(
 
     async def one(path: Path) -> NotebookRun:
         async with limit:
-            return await _run_one(path, zygote, env, timeout=timeout)
+            return await _run_one(path, zygote, env, timeout=timeout, news=news)
 
     # The longest first, by what each notebook took last time: on two cores, a long notebook
     # that starts last decides alone when the check ends.
@@ -296,7 +336,7 @@ def run_notebooks_sync(paths: Sequence[Path], **options: Any) -> list[NotebookRu
 
 
 async def _run_one(
-    path: Path, zygote: _Zygote | None, env: dict[str, str], *, timeout: float
+    path: Path, zygote: _Zygote | None, env: dict[str, str], *, timeout: float, news: News | None
 ) -> NotebookRun:
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="synaptum-kernel-"))
@@ -307,13 +347,14 @@ async def _run_one(
     km.client_factory = _WelcomedClient
     client = _Notebook(nbformat.v4.reads(path.read_text(encoding="utf-8")), km, timeout)
     stderr = scratch / "kernel.stderr"
-    (scratch / "tmp").mkdir()  # the notebook's temporary folder, removed with `scratch`
+    tmp = scratch / "tmp"  # the notebook's temporary folder, removed with `scratch`
+    tmp.mkdir()
     failure, left_behind = None, []
     try:
         with stderr.open("wb") as log:
             await km.start_kernel(
                 cwd=str(path.parent),
-                env={**env, "IPYTHONDIR": str(scratch / "ipython"), "TMPDIR": str(scratch / "tmp")},
+                env={**env, "IPYTHONDIR": str(scratch / "ipython"), "TMPDIR": str(tmp)},
                 extra_arguments=["--HistoryManager.enabled=False"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -321,14 +362,16 @@ async def _run_one(
             )
         await client.async_start_new_kernel_client()
         before = await _left_behind_now(client)
-        await client.async_execute()
+        await _execute_within_the_bound(client, timeout, news)
         left_behind = await _after_the_last_cell(client, before)
     except CellExecutionError:
         pass  # the traceback is among the cell's outputs; the cells after it never ran
     except KernelNotReady as silent:
         failure = f"the kernel of {path.name} {silent}"
-    except TimeoutError:
-        failure = f"a cell of {path.name} did not finish within {timeout:.0f} s"
+    except CellWithoutNews as past:
+        failure = f"a cell of {path.name} {past}"
+    except TimeoutError as late:  # a question of ours, outside the cells
+        failure = f"the kernel of {path.name} did not answer within {timeout:.0f} s ({late})"
     except DeadKernelError as died:
         log = stderr.read_text(errors="replace").strip()
         how = await _how_it_ended(km) or str(died)
@@ -352,9 +395,10 @@ async def _run_one(
 
 class _Notebook(NotebookClient):
     """nbclient as the check needs it: stop at the first error, even in a cell tagged
-    `raises-exception`; skip no cell; keep no timing; each cell within `timeout` seconds
-    (`DEFAULT_TIMEOUT`) and the kernel's start within `KERNEL_START_TIMEOUT`; and note every
-    cell that calls `clear_output` (its outputs are gone by the end)."""
+    `raises-exception`; skip no cell; keep no timing; the kernel's start within
+    `KERNEL_START_TIMEOUT` and each other wait within `timeout` seconds; and note every cell
+    that calls `clear_output` (its outputs are gone by the end). A cell itself has no bound
+    here: `_execute_within_the_bound` gives it one, from `cell_started`."""
 
     def __init__(self, notebook: nbformat.NotebookNode, km: Any, timeout: float) -> None:
         super().__init__(
@@ -366,12 +410,47 @@ class _Notebook(NotebookClient):
             shell_timeout_interval=1,
             startup_timeout=int(KERNEL_START_TIMEOUT),
             timeout=math.ceil(timeout),
+            timeout_func=lambda cell: None,  # a cell's bound is _execute_within_the_bound's
         )
         self.cleared: set[int] = set()
+        self.cell_started = time.monotonic()
+
+    async def async_execute_cell(self, *args: Any, **options: Any) -> Any:
+        self.cell_started = time.monotonic()
+        return await super().async_execute_cell(*args, **options)
 
     def clear_output(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
         self.cleared.add(cell_index)
         super().clear_output(outs, msg, cell_index)
+
+
+async def _execute_within_the_bound(client: _Notebook, bound: float, news: News | None) -> None:
+    """Run the notebook's cells; `CellWithoutNews` once a cell has run `bound` seconds since it
+    started or, with `news`, since the news last changed. The kernel is killed by the caller."""
+    execution = asyncio.ensure_future(client.async_execute())
+    last = news.read() if news else None
+    heard = time.monotonic()
+    try:
+        while True:
+            await asyncio.wait({execution}, timeout=WATCH_EVERY)
+            if execution.done():
+                execution.result()  # the notebook's own failure, if any
+                return
+            if news and (now := news.read()) != last:
+                last, heard = now, time.monotonic()
+            quiet = time.monotonic() - max(heard, client.cell_started)
+            if quiet > bound:
+                raise CellWithoutNews(
+                    f"did not finish within {bound:.0f} s"
+                    if news is None
+                    else f"did not finish: no news for {bound:.0f} s ({news.what} did not change)"
+                )
+    finally:
+        if not execution.done():
+            execution.cancel()
+            await asyncio.wait({execution})
+        if not execution.cancelled():
+            execution.exception()  # retrieved: the one that counts was raised above
 
 
 class KernelNotReady(TimeoutError):

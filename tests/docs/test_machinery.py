@@ -6,6 +6,7 @@ import asyncio
 import difflib
 import json
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -376,6 +377,79 @@ def test_a_cell_that_never_ends_fails_the_notebook_naming_it_and_the_cells_befor
     [run] = asyncio.run(run_notebooks([path], timeout=5))  # the first cell needs milliseconds
     assert run.printed == "antes\n"
     assert run.failure == "a cell of cuelga.ipynb did not finish within 5 s"
+
+
+def _waits_for(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A notebook whose one cell says it started (a file), then waits, printing nothing, for
+    another file to appear; the notebook and the two files."""
+    started, release = tmp_path / f"{name}.empezó", tmp_path / f"{name}.suelta"
+    path = page(
+        tmp_path,
+        name,
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        f"while not pathlib.Path({str(release)!r}).exists():\n"
+        "    time.sleep(0.05)\n"
+        "print('suelta')",
+    )
+    return path, started, release
+
+
+def test_a_cell_with_news_runs_past_its_bound_and_fails_once_the_news_stops(
+    tmp_path: Path,
+) -> None:
+    """Given `News` (on the real model, the server's log), a cell's bound counts the seconds
+    without it. The news here changes each time it is read: the cell, silent, runs past three
+    bounds (the news releases it then) and passes. Other news stops changing once the cell has
+    started: that cell, never released, fails naming the bound and what did not change."""
+    bound = 1.0
+    moving, moving_started, release = _waits_for(tmp_path, "se-mueve")
+    stuck, stuck_started, _ = _waits_for(tmp_path, "se-para")
+    first_seen: list[float] = []
+    reads = {"se-mueve": 0, "se-para": 0}
+
+    def moving_news() -> object:
+        reads["se-mueve"] += 1
+        if moving_started.exists():
+            first_seen.append(time.monotonic())
+            if first_seen[-1] - first_seen[0] > 3 * bound:  # the cell has run three bounds
+                release.touch()
+        return reads["se-mueve"]
+
+    def stuck_news() -> object:
+        reads["se-para"] += 1
+        return "quieto" if stuck_started.exists() else reads["se-para"]
+
+    async def both() -> list[list[NotebookRun]]:
+        return await asyncio.gather(
+            run_notebooks([moving], timeout=bound, news=kernel.News("el registro", moving_news)),
+            run_notebooks([stuck], timeout=bound, news=kernel.News("el registro", stuck_news)),
+        )
+
+    [[passed], [failed]] = asyncio.run(asyncio.wait_for(both(), HANG))
+    assert release.exists() and passed.problems() == [], passed.problems()
+    assert passed.printed == "suelta\n"
+    assert failed.printed == ""
+    assert failed.failure == (
+        "a cell of se-para.ipynb did not finish: no news for 1 s (el registro did not change)"
+    )
+
+
+def test_news_of_a_file_changes_when_the_file_grows_or_is_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "llama-server.log"
+    news = kernel.News.of_file(log)
+    assert news.what == "llama-server.log"
+    seen = [news.read()]
+    log.write_text("una línea\n")
+    seen.append(news.read())
+    assert news.read() == seen[-1]  # nothing happened: no news
+    with log.open("a") as more:
+        more.write("otra\n")
+    seen.append(news.read())
+    (tmp_path / "nuevo").write_text("una línea\notra\n")  # the same size, another file
+    (tmp_path / "nuevo").replace(log)
+    seen.append(news.read())
+    assert len(set(seen)) == len(seen), seen
 
 
 def _iopub_without(monkeypatch: pytest.MonkeyPatch, dropped) -> list[str]:

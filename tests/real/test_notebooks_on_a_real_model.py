@@ -21,11 +21,12 @@ import importlib.util
 import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
 from scripts.captura_modelo import write_captures
-from scripts.kernel import run_notebooks_sync
+from scripts.kernel import News, run_notebooks_sync
 from scripts.pages import NOTEBOOKS, property_notebooks, read_notebook, relative, source_of
 from tests.real import NO_SERVER
 
@@ -89,6 +90,11 @@ def test_the_notebooks_that_say_they_always_use_the_double_are_those_that_do():
         )
 
 
+#: The server's log (`scripts/modelo_local.py` writes it): a line for each request it takes
+#: and each one it ends, so a cell waiting for answers fails only when the server says nothing.
+SERVER_LOG = os.environ.get("SYNAPTUM_LOCAL_MODEL_LOG")
+
+
 @pytest.fixture(scope="module")
 def runs():
     assert BASE_URL is not None
@@ -96,7 +102,11 @@ def runs():
     runs = run_notebooks_sync(
         property_notebooks(),
         parallel=2,
+        # 600 s without news (a hang bound): a cell's calls wait behind the other kernel's at
+        # the server's one slot, so on a busy machine a cell that progresses outlasts any bound
+        # on its whole length (12_salida_tipada did, under eight CPU hogs)
         timeout=600,
+        news=News.of_file(Path(SERVER_LOG)) if SERVER_LOG else None,
         # a read waits up to 600 s (a hang bound): the server has one slot and, on a busy
         # machine, a request waits in its queue longer than the gateway's default 120 s
         model={"SYNAPTUM_BASE_URL": BASE_URL, "SYNAPTUM_MODEL": MODEL, "SYNAPTUM_TIMEOUT": "600"},
