@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=3, help="repeats of each durable-run measurement"
     )
-    parser.add_argument("--docs-repeats", type=int, default=5)
+    parser.add_argument("--docs-repeats", type=int, default=4)
     parser.add_argument("--import-repeats", type=int, default=15)
     parser.add_argument(
         "--long-sizes",
