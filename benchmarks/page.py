@@ -260,7 +260,8 @@ def _machine(results: dict[str, Any]) -> str:
             f"- Carga media (1, 5 y 15 min) al empezar: {loads('load_at_start')}; al terminar: "
             f"{loads('load_at_end')}.",
             f"- Medido el {results['date']} en el commit `{recorded.get('commit', '—')}`, "
-            f"{tree}; la orden entera tardó {_duration(results.get('elapsed_s'))}.",
+            f"{tree}; la orden entera tardó {_duration(results.get('elapsed_s'))}"
+            f"{_parts(results.get('parts_s'), settings)}.",
             f"- Repeticiones: {settings['repeats']} por medida y N en los runs durables, "
             f"{settings['docs_repeats']} al comprobar los cuadernos, "
             f"{settings['import_repeats']} al importar.",
@@ -269,6 +270,28 @@ def _machine(results: dict[str, Any]) -> str:
             *_overloaded(machine),
         ]
     )
+
+
+PARTS = {
+    "durable_runs": "los runs a N = {sizes}",
+    "long_runs": "las carreras largas",
+    "docs_check": "comprobar los cuadernos",
+    "many_runs": "muchos runs en un almacén",
+    "sync_cost": "sincronizar el disco",
+    "imports": "importar",
+}
+
+
+def _parts(took: dict[str, float] | None, settings: dict[str, Any]) -> str:
+    """Where the sitting's time went, the largest part first; empty when it was not kept."""
+    if not took:
+        return ""
+    sizes = ", ".join(_number(n, 0) for n in settings["sizes"])
+    shown = [
+        f"{PARTS.get(name, name).format(sizes=sizes)}, {_duration(seconds)}"
+        for name, seconds in sorted(took.items(), key=lambda item: -item[1])
+    ]
+    return " (" + "; ".join(shown) + ")"
 
 
 def _overloaded(machine: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ notebooks, no page);
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib.util
 import json
@@ -31,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,7 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=3, help="repeats of each durable-run measurement"
     )
-    parser.add_argument("--docs-repeats", type=int, default=4)
+    parser.add_argument("--docs-repeats", type=int, default=3)
     parser.add_argument("--import-repeats", type=int, default=15)
     parser.add_argument(
         "--long-sizes",
@@ -138,21 +140,34 @@ def main() -> None:
 
     raw: dict[str, Any] = {}
     results["raw"] = raw  # every repeat, as measured; the tables are made from it at the end
+    took: dict[str, float] = {}
+    results["parts_s"] = took  # where the sitting's time went, part by part
+
+    @contextlib.contextmanager
+    def part(name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            took[name] = round(time.perf_counter() - began, 1)
+            print(f"  ({name}: {took[name]:.0f} s)", flush=True)
+
     if any(c.store == "postgres" for c in contenders):
         results["postgres"] = postgres_settings(postgres_url)
     if "imports" in options.only:
         print("import time", flush=True)
-        raw["imports"] = imports.measure(contenders, options.import_repeats)
+        with part("imports"):
+            raw["imports"] = imports.measure(contenders, options.import_repeats)
     if "runs" in options.only:
         print(f"durable runs, N = {options.sizes}, {options.repeats} repeat(s)", flush=True)
-        with tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+        with part("durable_runs"), tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
             raw["durable_runs"] = durable_runs.measure(
                 contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
             )
     if "long" in options.only:
         print(f"long runs, N = {options.long_sizes}, one repeat each", flush=True)
         durable = provenance.durable_runs(raw["durable_runs"]) if "durable_runs" in raw else {}
-        with tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+        with part("long_runs"), tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
             raw["long_runs"] = {
                 "sizes": options.long_sizes,
                 "contenders": long_runs.measure(
@@ -161,13 +176,16 @@ def main() -> None:
             }
     if "runs" in options.only:
         print("what waiting for the disk costs a step", flush=True)
-        raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
+        with part("sync_cost"):
+            raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:
         print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
-        raw["docs_check"] = _docs_check(options.docs_repeats, 3 if options.quick else None)
+        with part("docs_check"):
+            raw["docs_check"] = _docs_check(options.docs_repeats, 3 if options.quick else None)
     if "many" in options.only:
         print("many runs in one store, and a worker pool", flush=True)
-        raw["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
+        with part("many_runs"):
+            raw["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
 
     results["provenance"]["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
