@@ -272,7 +272,7 @@ def _machine(results: dict[str, Any]) -> str:
     )
 
 
-PARTS = {
+PART_LABELS = {
     "durable_runs": "los runs a N = {sizes}",
     "long_runs": "las carreras largas",
     "docs_check": "comprobar los cuadernos",
@@ -288,7 +288,7 @@ def _parts(took: dict[str, float] | None, settings: dict[str, Any]) -> str:
         return ""
     sizes = ", ".join(_number(n, 0) for n in settings["sizes"])
     shown = [
-        f"{PARTS.get(name, name).format(sizes=sizes)}, {_duration(seconds)}"
+        f"{PART_LABELS.get(name, name).format(sizes=sizes)}, {_duration(seconds)}"
         for name, seconds in sorted(took.items(), key=lambda item: -item[1])
     ]
     return " (" + "; ".join(shown) + ")"

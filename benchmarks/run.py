@@ -144,7 +144,8 @@ def main() -> None:
     results["parts_s"] = took  # where the sitting's time went, part by part
 
     @contextlib.contextmanager
-    def part(name: str) -> Iterator[None]:
+    def part(name: str, header: str) -> Iterator[None]:
+        print(header, flush=True)
         began = time.perf_counter()
         try:
             yield
@@ -155,19 +156,24 @@ def main() -> None:
     if any(c.store == "postgres" for c in contenders):
         results["postgres"] = postgres_settings(postgres_url)
     if "imports" in options.only:
-        print("import time", flush=True)
-        with part("imports"):
+        with part("imports", "import time"):
             raw["imports"] = imports.measure(contenders, options.import_repeats)
     if "runs" in options.only:
-        print(f"durable runs, N = {options.sizes}, {options.repeats} repeat(s)", flush=True)
-        with part("durable_runs"), tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+        header = f"durable runs, N = {options.sizes}, {options.repeats} repeat(s)"
+        with (
+            part("durable_runs", header),
+            tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch,
+        ):
             raw["durable_runs"] = durable_runs.measure(
                 contenders, options.sizes, options.repeats, Path(scratch), postgres_url, _log
             )
     if "long" in options.only:
-        print(f"long runs, N = {options.long_sizes}, one repeat each", flush=True)
         durable = provenance.durable_runs(raw["durable_runs"]) if "durable_runs" in raw else {}
-        with part("long_runs"), tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch:
+        header = f"long runs, N = {options.long_sizes}, one repeat each"
+        with (
+            part("long_runs", header),
+            tempfile.TemporaryDirectory(prefix="synaptum-bench-") as scratch,
+        ):
             raw["long_runs"] = {
                 "sizes": options.long_sizes,
                 "contenders": long_runs.measure(
@@ -175,16 +181,14 @@ def main() -> None:
                 ),
             }
     if "runs" in options.only:
-        print("what waiting for the disk costs a step", flush=True)
-        with part("sync_cost"):
+        with part("sync_cost", "what waiting for the disk costs a step"):
             raw["sync_cost"] = sync_cost.measure(repeats=1 if options.quick else 7)
     if "docs" in options.only:
-        print(f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)", flush=True)
-        with part("docs_check"):
+        header = f"docs check against nbval and nbmake, {options.docs_repeats} repeat(s)"
+        with part("docs_check", header):
             raw["docs_check"] = _docs_check(options.docs_repeats, 3 if options.quick else None)
     if "many" in options.only:
-        print("many runs in one store, and a worker pool", flush=True)
-        with part("many_runs"):
+        with part("many_runs", "many runs in one store, and a worker pool"):
             raw["many_runs"] = many_runs.main(["--quick"] if options.quick else [])
 
     results["provenance"]["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
